@@ -1,0 +1,986 @@
+"""Non-central chi-squared distribution: accurate, jittable, differentiable.
+
+Notation: ``df = k > 0``, ``nc = λ ≥ 0``, ``a = k/2``, ``m = λ/2``, ``y = x/2``.
+The distribution is the Poisson mixture
+
+    sf(x)  = Σ_j w_j Q(a + j, y),      cdf(x) = Σ_j w_j P(a + j, y),
+    pdf(x) = Σ_j w_j g(a + j - 1, y) / 2,
+
+with ``w_j = e^{-m} m^j / j!``, ``P``/``Q`` the regularised incomplete gamma
+functions and ``g(b, y) = y^b e^{-y} / Γ(b + 1)``.
+
+How it is evaluated:
+
+* Every sum is taken over a window of ``j`` placed around the peak of its summand
+  (the posterior mode of the Poisson index given the observation, which in the
+  deep upper tail lies many Poisson standard deviations above ``m``), not around
+  the Poisson mode.
+* Only one incomplete gamma function is evaluated per point, at the end of the
+  window; the others follow from the recurrences ``Q(b+1, y) = Q(b, y) + g(b, y)``
+  (upwards, for the survival function) and ``P(b, y) = P(b+1, y) + g(b, y)``
+  (downwards, for the cdf). Both add positive terms, so they are stable.
+* All terms are carried relative to a log-scale offset, so ``logsf``/``logcdf``/
+  ``logpdf`` stay finite and accurate far beyond the range of doubles.
+* ``log g`` and the Poisson weights use Loader's saddle-point formulas
+  (``stirlerr`` and ``bd0``), which keep full relative accuracy for large
+  arguments.
+
+The sums run in ``lax.while_loop`` over cache-sized chunks of the flattened
+input, so a batch of millions of points streams through the loop without
+round-trips to main memory.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+from jax.custom_derivatives import SymbolicZero
+
+_LOG_2PI = math.log(2.0 * math.pi)
+_HALF_LOG_2PI = 0.5 * _LOG_2PI
+_LN2 = math.log(2.0)
+
+# Window of the Poisson index j around the summand's peak c: from
+# c - _WIN_SD * sqrt(c) - _WIN_PAD to where the terms have converged.
+_WIN_SD = 10.0
+_WIN_PAD = 10.0
+# Rebalancing of scaled accumulators: powers of two keep it exact.
+_BIG_EXP = 400
+_MAX_TERMS = 2_000_000
+_CHUNK = 2048
+# Terms per while-loop iteration: the convergence test and the rescaling run once
+# per block; terms past the converged point only add negligible mass.
+_BLOCK = 8
+_BIG = 2.0**_BIG_EXP
+_LOG_BIG = _BIG_EXP * _LN2
+
+
+# ---------------------------------------------------------------------------
+# dtype plumbing
+# ---------------------------------------------------------------------------
+
+
+def _promote(*args):
+    """Promote arguments to a common inexact dtype and broadcast them."""
+    dtype = jnp.result_type(*args)
+    if not jnp.issubdtype(dtype, jnp.inexact):
+        dtype = jnp.result_type(float)
+    args = [jnp.asarray(a, dtype) for a in args]
+    return jnp.broadcast_arrays(*args)
+
+
+def _eps(dtype) -> float:
+    return float(jnp.finfo(dtype).eps)
+
+
+def _chunked(fn: Callable, *args, n_out: int):
+    """Apply an elementwise ``fn`` to broadcast arrays in cache-sized chunks.
+
+    ``fn`` maps 1-D arrays to a tuple of ``n_out`` 1-D arrays of the same length.
+    """
+    shape = args[0].shape
+    size = math.prod(shape)
+    flat = [a.reshape(-1) for a in args]
+    if size <= _CHUNK:
+        outs = fn(*flat)
+        return tuple(o.reshape(shape) for o in outs)
+    n_chunks = -(-size // _CHUNK)
+    pad = n_chunks * _CHUNK - size
+    # Pad with a copy of the first element: a valid, cheap point.
+    padded = [jnp.concatenate([f, jnp.broadcast_to(f[:1], (pad,))]) for f in flat]
+    stacked = [p.reshape(n_chunks, _CHUNK) for p in padded]
+    outs = lax.map(lambda xs: fn(*xs), stacked)
+    return tuple(o.reshape(-1)[:size].reshape(shape) for o in outs)
+
+
+# ---------------------------------------------------------------------------
+# Loader's saddle-point helpers
+# ---------------------------------------------------------------------------
+
+# Stirling series coefficients: stirlerr(n) ~ sum_k _STIRLING[k] / n^(2k+1).
+_STIRLING = (
+    1.0 / 12.0,
+    -1.0 / 360.0,
+    1.0 / 1260.0,
+    -1.0 / 1680.0,
+    1.0 / 1188.0,
+    -691.0 / 360360.0,
+    1.0 / 156.0,
+)
+
+
+def _stirlerr(n):
+    """log Γ(n+1) − [(n + 1/2) log n − n + log √(2π)] for real n > 0."""
+    big = n > 15.0
+    nb = jnp.where(big, n, 16.0)
+    inv2 = 1.0 / (nb * nb)
+    series = _STIRLING[-1]
+    for c in reversed(_STIRLING[:-1]):
+        series = c + inv2 * series
+    series = series / nb
+    ns = jnp.where(big, 1.0, n)
+    direct = lax.lgamma(ns + 1.0) - (ns + 0.5) * jnp.log(ns) + ns - _HALF_LOG_2PI
+    return jnp.where(big, series, direct)
+
+
+# bd0 series in v = (x - M)/(x + M):  sum_{k>=1} v^(2k) / (2k + 1), |v| < 1/2.
+_BD0_TERMS = 28
+
+
+def _bd0(x, M):
+    """x log(x/M) + M − x, without cancellation (Loader 2000). x ≥ 0, M > 0."""
+    d = x - M
+    s = x + M
+    v = d / jnp.where(s > 0, s, 1.0)
+    small = jnp.abs(v) < 0.5
+    vs = jnp.where(small, v, 0.0)
+    v2 = vs * vs
+    poly = 1.0 / (2 * _BD0_TERMS + 1)
+    for k in range(_BD0_TERMS - 1, 0, -1):
+        poly = 1.0 / (2 * k + 1) + v2 * poly
+    series = d * vs + 2.0 * x * vs * v2 * poly
+    xs = jnp.where(x > 0, x, 1.0)
+    direct = jnp.where(x > 0, xs * jnp.log(xs / M), 0.0) + M - x
+    return jnp.where(small, series, direct)
+
+
+def _log_poisson(n, mean):
+    """log( mean^n e^{-mean} / Γ(n+1) ) for real n ≥ 0, mean ≥ 0."""
+    n_pos = n > 0
+    ns = jnp.where(n_pos, n, 1.0)
+    mean_pos = mean > 0
+    ms = jnp.where(mean_pos, mean, 1.0)
+    val = -_stirlerr(ns) - _bd0(ns, ms) - 0.5 * (_LOG_2PI + jnp.log(ns))
+    val = jnp.where(mean_pos, val, -jnp.inf)
+    return jnp.where(n_pos, val, -mean)
+
+
+def _log1mexp(t):
+    """log(1 − e^t) for t ≤ 0."""
+    return jnp.where(t > -_LN2, jnp.log(-jnp.expm1(t)), jnp.log1p(-jnp.exp(t)))
+
+
+# ---------------------------------------------------------------------------
+# Regularised incomplete gamma in log space: (log P(b, y), log Q(b, y)).
+# ---------------------------------------------------------------------------
+
+
+def _log_gamma_pq(b, y):
+    """Return (log P(b, y), log Q(b, y)) for b > 0, y ≥ 0 (elementwise, 1-D)."""
+    dtype = b.dtype
+    eps = _eps(dtype)
+    tiny = float(jnp.finfo(dtype).tiny) / eps
+    lg = _log_poisson(b, y)  # log g(b, y)
+    use_series = y < b + 1.0
+
+    # Series: P = g(b, y) * sum_{n>=0} y^n / ((b+1)...(b+n)).
+    def s_cond(st):
+        n, term, tot, done = st
+        return jnp.any(~done) & (n < _MAX_TERMS)
+
+    def s_body(st):
+        n, term, tot, done = st
+        for k in range(_BLOCK):
+            term = term * y / (b + n + k)
+            tot = tot + term
+        done = done | (term <= eps * 0.5 * tot)
+        return n + _BLOCK, term, tot, done
+
+    one = jnp.ones_like(b)
+    _, _, ssum, _ = lax.while_loop(
+        s_cond, s_body, (jnp.asarray(1.0, dtype), one, one, ~use_series | (y == 0))
+    )
+    logp_series = lg + jnp.log(ssum)
+
+    # Continued fraction (modified Lentz): Q = b g(b, y) * h.
+    yc = jnp.where(use_series, b + 2.0, y)
+    bb0 = yc + 1.0 - b
+    c0 = jnp.full_like(b, 1.0 / tiny)
+    d0 = 1.0 / bb0
+
+    def c_cond(st):
+        i, bb, c, d, h, done = st
+        return jnp.any(~done) & (i < _MAX_TERMS)
+
+    def c_body(st):
+        i, bb, c, d, h, done = st
+        for _ in range(_BLOCK):
+            an = -i * (i - b)
+            bb = bb + 2.0
+            d = an * d + bb
+            d = jnp.where(jnp.abs(d) < tiny, tiny, d)
+            c = bb + an / c
+            c = jnp.where(jnp.abs(c) < tiny, tiny, c)
+            d = 1.0 / d
+            delta = d * c
+            h = h * delta
+            i = i + 1.0
+        done = done | (jnp.abs(delta - 1.0) <= eps)
+        return i, bb, c, d, h, done
+
+    _, _, _, _, h, _ = lax.while_loop(
+        c_cond, c_body, (jnp.asarray(1.0, dtype), bb0, c0, d0, d0, use_series)
+    )
+    logq_cf = lg + jnp.log(b) + jnp.log(h)
+
+    logp = jnp.where(use_series, logp_series, _log1mexp(logq_cf))
+    logq = jnp.where(use_series, _log1mexp(logp_series), logq_cf)
+    logp = jnp.where(y == 0, -jnp.inf, logp)
+    logq = jnp.where(y == 0, 0.0, logq)
+    return logp, logq
+
+
+# ---------------------------------------------------------------------------
+# Peak-centred Poisson mixture sums
+# ---------------------------------------------------------------------------
+
+
+def _peak(a, m, y):
+    """Mode of the Poisson index given the statistic: (j+1)(a+j) ≈ m y."""
+    my = m * y
+    return 2.0 * my / (a + jnp.sqrt(a * a + 4.0 * my))
+
+
+def _converged(t, prev, tot, eps):
+    """Log-concave tail bound: remaining ≤ t r / (1 − r) with r = t / prev."""
+    r = t / jnp.where(prev > 0, prev, 1.0)
+    return (t == 0) | ((t < prev) & (t * r <= eps * tot * (1.0 - r)))
+
+
+def _mixture_sum(x, a, m, upward, with_pdf):
+    """Scaled Poisson-mixture sum of incomplete gammas, 1-D, x > 0.
+
+    upward=True:  log Σ_j w_j Q(a + j, y), started below the peak (Q recurrence up).
+    upward=False: log Σ_j w_j P(a + j, y), started above the peak (P recurrence down).
+    Returns (log sum, log pdf); the pdf comes from the same window (accurate
+    near the peak of the sum, used by the quantile solver) or is NaN when
+    ``with_pdf`` is False.
+    """
+    eps = _eps(x.dtype)
+    y = 0.5 * x
+    jp = _peak(a, m, y)
+    if upward:
+        c = jnp.maximum(m, jp)
+        j0 = jnp.floor(jnp.maximum(0.0, c - _WIN_SD * jnp.sqrt(c) - _WIN_PAD))
+    else:
+        c = jnp.minimum(m, jp)
+        # Above the peak the terms fall by about rho per step; when rho is tiny
+        # (deep lower tail) a few steps reach 1e-20, and starting higher would
+        # only multiply huge ratios.
+        rho = m * y / ((c + 1.0) * (a + c + 1.0))
+        k_fast = jnp.ceil(46.0 / jnp.maximum(-jnp.log(jnp.maximum(rho, 1e-300)), 1e-3)) + 1.0
+        span = jnp.minimum(k_fast, _WIN_SD * jnp.sqrt(c) + _WIN_PAD)
+        # rho < 1e-17: the terms j >= 1 are below rounding; j = 0 alone is exact.
+        j0 = jnp.where(rho < 1e-17, 0.0, jnp.ceil(c + span))
+    j0 = jnp.where(m > 0, j0, 0.0)
+    b0 = a + j0
+    lp, lq = _log_gamma_pq(b0, y)
+    lgam = lq if upward else lp
+    # Scale: the first term is w_j0 * (Q or P)(b0, y) = exp(L).
+    L = _log_poisson(j0, m) + lgam
+    # g tracks g(b0, y) (upward) or g(b0 - 1, y) (downward) relative to exp(lgam).
+    g = jnp.exp(_log_poisson(b0, y) - lgam)
+    if not upward:
+        g = g * b0 / y
+    inv_x = 1.0 / x
+    ms = jnp.where(m > 0, m, 1.0)
+    one, zero = jnp.ones_like(x), jnp.zeros_like(x)
+
+    def step(j, w, r, g, s, sp):
+        """One term, then advance (j, w, r, g) to the next index."""
+        t = w * r
+        s = s + t
+        if upward:
+            if with_pdf:
+                sp = sp + w * g * (a + j) * inv_x
+            r = r + g
+            inv = 1.0 / ((j + 1.0) * (a + j + 1.0))
+            g = g * y * (j + 1.0) * inv
+            w = w * m * (a + j + 1.0) * inv
+            return j + 1.0, w, r, g, s, sp, t
+        if with_pdf:
+            sp = sp + 0.5 * w * g
+        r = r + g
+        w = w * jnp.maximum(j, 0.0) / ms
+        g = jnp.where(j > 0, g * (a + j - 1.0) / y, 0.0)
+        return jnp.maximum(j - 1.0, -1.0), w, r, g, s, sp, t
+
+    def cond(st):
+        return jnp.any(~st[-2]) & (st[-1] < _MAX_TERMS)
+
+    def body(st):
+        j, w, r, g, s, sp, L, prev, done, n = st
+        t = prev
+        for _ in range(_BLOCK):
+            prev = t
+            j, w, r, g, s, sp, t = step(j, w, r, g, s, sp)
+        # Keep the growing factor r (and g) and the totals inside the range of
+        # the dtype by exact power-of-two moves; the product w * r is unchanged.
+        fr = jnp.where(r > _BIG, 1.0 / _BIG, 1.0)
+        r, g, w = r * fr, g * fr, w / fr
+        fs = jnp.where(s > _BIG, 1.0 / _BIG, 1.0)
+        s, sp, w, t, prev = s * fs, sp * fs, w * fs, t * fs, prev * fs
+        L = L + jnp.where(fs < 1.0, _LOG_BIG, 0.0)
+        past = (j > c) if upward else ((j < c) | (j < 0))
+        done = done | (j < 0) | (past & _converged(t, prev, s, eps))
+        return j, w, r, g, s, sp, L, t, done, n + _BLOCK
+
+    init = (j0, one, one, g, zero, zero, L, zero, jnp.zeros(x.shape, bool), 0)
+    _, _, _, _, s, sp, L, _, _, _ = lax.while_loop(cond, body, init)
+    lpdf = L + jnp.log(sp) if with_pdf else jnp.full_like(x, jnp.nan)
+    return L + jnp.log(s), lpdf
+
+
+def _log_sf_sum(x, a, m, with_pdf=False):
+    """(log sf, log pdf estimate) via the upward Q recurrence. 1-D, x > 0."""
+    return _mixture_sum(x, a, m, True, with_pdf)
+
+
+def _log_cdf_sum(x, a, m, with_pdf=False):
+    """(log cdf, log pdf estimate) via the downward P recurrence. 1-D, x > 0."""
+    return _mixture_sum(x, a, m, False, with_pdf)
+
+
+def _log_pdf_sum(x, a, m):
+    """log pdf by the Bessel-type series, summed upward around its peak. x > 0."""
+    eps = _eps(x.dtype)
+    y = 0.5 * x
+    c = _peak(a, m, y)
+    j0 = jnp.floor(jnp.maximum(0.0, c - _WIN_SD * jnp.sqrt(c) - _WIN_PAD))
+    j0 = jnp.where(m > 0, j0, 0.0)
+    b0 = a + j0
+    # log of w_j0 * g(a + j0 - 1, y) / 2 = w_j0 * g(a + j0, y) (a + j0) / (2 y).
+    L0 = _log_poisson(j0, m) + _log_poisson(b0, y) + jnp.log(b0) - jnp.log(x)
+    my = m * y
+
+    def cond(st):
+        j, t, s, prev, L, done, n = st
+        return jnp.any(~done) & (n < _MAX_TERMS)
+
+    def body(st):
+        j, t, s, prev, L, done, n = st
+        s2 = s + t
+        new_done = done | ((j > c) & _converged(t, prev, s2, eps))
+        t2 = t * my / ((j + 1.0) * (a + j))
+        big = 2.0**_BIG_EXP
+        f = jnp.where(s2 > big, 2.0**-_BIG_EXP, 1.0)
+        keep = lambda new, old: jnp.where(done, old, new)  # noqa: E731
+        return (
+            keep(j + 1.0, j),
+            keep(t2 * f, t),
+            keep(s2 * f, s),
+            keep(t * f, prev),
+            keep(L - jnp.log(f), L),
+            new_done,
+            n + 1,
+        )
+
+    init = (
+        j0,
+        jnp.ones_like(x),
+        jnp.zeros_like(x),
+        jnp.zeros_like(x),
+        L0,
+        jnp.zeros(x.shape, bool),
+        jnp.asarray(0, jnp.int32),
+    )
+    _, _, s, _, L, _, _ = lax.while_loop(cond, body, init)
+    return L + jnp.log(s)
+
+
+# ---------------------------------------------------------------------------
+# Elementwise kernels with domain handling
+# ---------------------------------------------------------------------------
+
+
+def _bad_params(df, nc):
+    return ~(df > 0) | ~(nc >= 0) | jnp.isinf(df) | jnp.isinf(nc)
+
+
+def _safe_inputs(x, df, nc):
+    """Replace points that are handled by a closed-form branch by a benign one."""
+    bad = _bad_params(df, nc) | jnp.isnan(x)
+    interior = ~bad & (x > 0) & jnp.isfinite(x)
+    xs = jnp.where(interior, x, 1.0)
+    dfs = jnp.where(bad, 1.0, df)
+    ncs = jnp.where(bad, 0.0, nc)
+    return bad, interior, xs, dfs, ncs
+
+
+def _kernel_logsf(x, df, nc):
+    bad, interior, xs, dfs, ncs = _safe_inputs(x, df, nc)
+    lsf, _ = _log_sf_sum(xs, 0.5 * dfs, 0.5 * ncs)
+    out = jnp.where(x <= 0, 0.0, jnp.where(jnp.isposinf(x), -jnp.inf, lsf))
+    return (jnp.where(bad, jnp.nan, out),)
+
+
+def _kernel_logcdf(x, df, nc):
+    bad, interior, xs, dfs, ncs = _safe_inputs(x, df, nc)
+    lcdf, _ = _log_cdf_sum(xs, 0.5 * dfs, 0.5 * ncs)
+    out = jnp.where(x <= 0, -jnp.inf, jnp.where(jnp.isposinf(x), 0.0, lcdf))
+    return (jnp.where(bad, jnp.nan, out),)
+
+
+def _kernel_logpdf(x, df, nc):
+    bad, interior, xs, dfs, ncs = _safe_inputs(x, df, nc)
+    lpdf = _log_pdf_sum(xs, 0.5 * dfs, 0.5 * ncs)
+    # At x = 0 the density is +inf (df < 2), e^{-λ/2}/2 (df = 2) or 0 (df > 2).
+    at0 = jnp.where(dfs < 2, jnp.inf, jnp.where(dfs == 2, -_LN2 - 0.5 * ncs, -jnp.inf))
+    out = jnp.where(x < 0, -jnp.inf, jnp.where(x == 0, at0, lpdf))
+    out = jnp.where(jnp.isposinf(x), -jnp.inf, out)
+    return (jnp.where(bad, jnp.nan, out),)
+
+
+@jax.jit
+def _logsf_impl(x, df, nc):
+    x, df, nc = _promote(x, df, nc)
+    return _chunked(_kernel_logsf, x, df, nc, n_out=1)[0]
+
+
+@jax.jit
+def _logcdf_impl(x, df, nc):
+    x, df, nc = _promote(x, df, nc)
+    return _chunked(_kernel_logcdf, x, df, nc, n_out=1)[0]
+
+
+@jax.jit
+def _logpdf_impl(x, df, nc):
+    x, df, nc = _promote(x, df, nc)
+    return _chunked(_kernel_logpdf, x, df, nc, n_out=1)[0]
+
+
+# ---------------------------------------------------------------------------
+# Quantiles: safeguarded Newton on the smaller tail
+# ---------------------------------------------------------------------------
+
+_NEWTON_ITERS = 60
+
+
+def _z_from_logq(logq):
+    """Standard normal upper quantile z with Q_N(z) = e^{logq}, any logq ≤ log ½."""
+    p = jnp.exp(logq)
+    z_direct = -jax.scipy.special.ndtri(jnp.maximum(p, jnp.finfo(logq.dtype).tiny))
+    # Asymptotic inversion of log Q_N(z) ≈ −z²/2 − log(z √(2π)) for tiny q.
+    t = -2.0 * logq
+    z0 = jnp.sqrt(jnp.maximum(t - jnp.log(jnp.maximum(t, 1.0)) - _LOG_2PI, 1.0))
+    return jnp.where(logq > -700.0, z_direct, z0)
+
+
+def _initial_guess(logq, upper, k, lam):
+    """Sankaran's cube-root normal approximation, with tail fallbacks.
+
+    ``upper``: solve sf(x) = e^{logq}; else cdf(x) = e^{logq}.
+    """
+    mu = k + lam
+    h = 1.0 - (2.0 / 3.0) * (k + lam) * (k + 3.0 * lam) / (k + 2.0 * lam) ** 2
+    p = (k + 2.0 * lam) / mu**2
+    mm = (h - 1.0) * (1.0 - 3.0 * h)
+    mean = 1.0 + h * p * (h - 1.0 - 0.5 * (2.0 - h) * mm * p)
+    sd = h * jnp.sqrt(2.0 * p * (1.0 + 0.5 * mm * p))
+    z = _z_from_logq(logq)
+    z = jnp.where(upper, z, -z)
+    base = mean + sd * z
+    x_sank = mu * jnp.power(jnp.maximum(base, 1e-3), 1.0 / h)
+    # Lower-tail asymptote: cdf ≈ e^{-λ/2} (x/2)^a / Γ(a+1).
+    a = 0.5 * k
+    x_low = 2.0 * jnp.exp((logq + 0.5 * lam + lax.lgamma(a + 1.0)) / a)
+    x_low = jnp.where(jnp.isfinite(x_low), x_low, jnp.finfo(logq.dtype).tiny)
+    use_low = ~upper & ((base <= 1e-3) | (x_low < x_sank * 0.5))
+    return jnp.where(use_low, jnp.minimum(x_low, x_sank), x_sank)
+
+
+def _solve_tail(logq, upper, k, lam):
+    """x with log sf(x) = logq (upper) or log cdf(x) = logq (lower). 1-D arrays.
+
+    Newton on u = log x for the lower tail and on x for the upper tail (where
+    log sf is concave and nearly linear), safeguarded by a bracket in u.
+    """
+    dtype = logq.dtype
+    eps = _eps(dtype)
+    a, m = 0.5 * k, 0.5 * lam
+    x0 = _initial_guess(logq, upper, k, lam)
+    u0 = jnp.log(x0)
+    finfo = jnp.finfo(dtype)
+    lo0 = jnp.full_like(logq, math.log(float(finfo.tiny)))
+    hi0 = jnp.full_like(logq, math.log(float(finfo.max)) - 1.0)
+
+    def evaluate(u):
+        x = jnp.exp(u)
+        lsf, lpdf_sf = _log_sf_sum(x, a, m, True)
+        lcdf, lpdf_cdf = _log_cdf_sum(x, a, m, True)
+        lval = jnp.where(upper, lsf, lcdf)
+        lpdf = jnp.where(upper, lpdf_sf, lpdf_cdf)
+        return lval, lpdf
+
+    # To keep one evaluation per step, evaluate only the needed tail.
+    def evaluate_tail(u):
+        x = jnp.exp(u)
+        return lax.cond(
+            jnp.all(upper),
+            lambda: _log_sf_sum(x, a, m, True),
+            lambda: lax.cond(
+                jnp.all(~upper),
+                lambda: _log_cdf_sum(x, a, m, True),
+                lambda: evaluate(u),
+            ),
+        )
+
+    def cond(st):
+        i, u, lo, hi, done = st
+        return jnp.any(~done) & (i < _NEWTON_ITERS)
+
+    def body(st):
+        i, u, lo, hi, done = st
+        lval, lpdf = evaluate_tail(u)
+        f = lval - logq
+        # For the upper tail f decreases in x; for the lower tail it increases.
+        sign = jnp.where(upper, -1.0, 1.0)
+        too_high_u = sign * f > 0  # u is above the root
+        hi = jnp.where(too_high_u & ~done, jnp.minimum(hi, u), hi)
+        lo = jnp.where(~too_high_u & ~done, jnp.maximum(lo, u), lo)
+        x = jnp.exp(u)
+        # d lval / du = sign * x * pdf / val
+        ratio = jnp.exp(lpdf - lval) * x
+        step_u_lower = -f / ratio  # Newton in u
+        # Newton in x for the upper tail: dx = f * val / pdf
+        x_new = x + f * jnp.exp(lval - lpdf)
+        u_newton = jnp.where(upper, jnp.log(jnp.where(x_new > 0, x_new, x * 0.5)), u + step_u_lower)
+        # Safeguard: bisect (in u) when Newton leaves the bracket.
+        inside = (u_newton >= lo) & (u_newton <= hi) & jnp.isfinite(u_newton)
+        u_bis = jnp.where(
+            jnp.isfinite(lo) & jnp.isfinite(hi),
+            0.5 * (lo + hi),
+            jnp.where(too_high_u, u - 2.0, u + 2.0),
+        )
+        u_next = jnp.where(inside, u_newton, u_bis)
+        conv = jnp.abs(u_next - u) <= 64.0 * eps
+        conv = conv | (f == 0)
+        u_out = jnp.where(done, u, u_next)
+        return i + 1, u_out, lo, hi, done | conv
+
+    init = (0, u0, lo0, hi0, ~jnp.isfinite(logq))
+    _, u, _, _, _ = lax.while_loop(cond, body, init)
+    # A root below the smallest normal double is returned as 0.
+    return jnp.where(u <= lo0 + 1.0, 0.0, jnp.exp(u))
+
+
+def _kernel_quantile(logq, upper, df, nc):
+    """Quantile for a probability given in log space on the stated tail."""
+    bad = _bad_params(df, nc) | jnp.isnan(logq) | (logq > 0)
+    dfs = jnp.where(bad, 1.0, df)
+    ncs = jnp.where(bad, 0.0, nc)
+    interior = ~bad & (logq < 0) & jnp.isfinite(logq)
+    lq = jnp.where(interior, logq, -1.0)
+    x = _solve_tail(lq, upper, dfs, ncs)
+    # Boundaries: probability 1 on the tail -> x = 0 (upper) / inf (lower);
+    # probability 0 on the tail -> x = inf (upper) / 0 (lower).
+    at_one = jnp.where(upper, 0.0, jnp.inf)
+    at_zero = jnp.where(upper, jnp.inf, 0.0)
+    x = jnp.where(logq == 0, at_one, jnp.where(jnp.isneginf(logq), at_zero, x))
+    return (jnp.where(bad, jnp.nan, x),)
+
+
+def _quantile_impl(logq, upper, df, nc):
+    logq, df, nc = _promote(logq, df, nc)
+    upper = jnp.broadcast_to(upper, logq.shape)
+    return _chunked(_kernel_quantile, logq, upper, df, nc, n_out=1)[0]
+
+
+@jax.jit
+def _isf_from_p(p, df, nc):
+    """x with sf(x) = p: work on the smaller tail."""
+    p, df, nc = _promote(p, df, nc)
+    small = p <= 0.5
+    logq = jnp.where(small, jnp.log(p), jnp.log1p(-p))
+    out = _quantile_impl(logq, small, df, nc)
+    return jnp.where((p < 0) | (p > 1), jnp.nan, out)
+
+
+@jax.jit
+def _ppf_from_p(p, df, nc):
+    p, df, nc = _promote(p, df, nc)
+    small = p <= 0.5
+    logq = jnp.where(small, jnp.log(p), jnp.log1p(-p))
+    out = _quantile_impl(logq, ~small, df, nc)
+    return jnp.where((p < 0) | (p > 1), jnp.nan, out)
+
+
+@jax.jit
+def _logisf_impl(logp, df, nc):
+    logp, df, nc = _promote(logp, df, nc)
+    small = logp <= -_LN2
+    logq = jnp.where(small, logp, _log1mexp(jnp.minimum(logp, 0.0)))
+    out = _quantile_impl(logq, small, df, nc)
+    return jnp.where(logp > 0, jnp.nan, out)
+
+
+@jax.jit
+def _logppf_impl(logp, df, nc):
+    logp, df, nc = _promote(logp, df, nc)
+    small = logp <= -_LN2
+    logq = jnp.where(small, logp, _log1mexp(jnp.minimum(logp, 0.0)))
+    out = _quantile_impl(logq, ~small, df, nc)
+    return jnp.where(logp > 0, jnp.nan, out)
+
+
+# ---------------------------------------------------------------------------
+# Public functions with custom JVPs
+# ---------------------------------------------------------------------------
+
+
+def _no_df_tangent(t_df, name):
+    if not isinstance(t_df, SymbolicZero):
+        raise NotImplementedError(
+            f"glrt_jax.ncx2.{name}: the derivative with respect to df is not implemented; "
+            "differentiate with respect to x (or p) and nc only, or wrap df in "
+            "jax.lax.stop_gradient."
+        )
+
+
+def _tangent(t, like):
+    if isinstance(t, SymbolicZero):
+        return jnp.zeros_like(like)
+    return jnp.broadcast_to(t, like.shape).astype(like.dtype)
+
+
+@jax.custom_jvp
+def logsf(x, df, nc):
+    """Log of the survival function of the non-central χ² distribution.
+
+    ``logsf(x, df, nc) = log P[X > x]`` for ``X ~ ncx2(df, nc)``. Finite and
+    accurate even when the survival function is far below the smallest double.
+
+    Args:
+      x: quantile (broadcasts with ``df`` and ``nc``).
+      df: degrees of freedom, real ``> 0``.
+      nc: non-centrality ``λ ≥ 0``; ``nc = 0`` is the central χ².
+
+    Returns:
+      ``log sf`` in the promoted floating dtype. ``x < 0`` gives 0; invalid
+      ``df``/``nc`` or NaN give NaN.
+
+    Derivatives: ``∂/∂x = −pdf/sf``, ``∂/∂nc = pdf(x; df + 2, nc)/sf``; the
+    derivative in ``df`` raises ``NotImplementedError``.
+
+    Example:
+      >>> import jax
+      >>> jax.config.update("jax_enable_x64", True)
+      >>> from glrt_jax import ncx2
+      >>> float(ncx2.logsf(4000.0, 10.0, 36.0)) < -1500
+      True
+    """
+    return _logsf_impl(x, df, nc)
+
+
+def _logsf_jvp(primals, tangents):
+    x, df, nc = primals
+    tx, tdf, tnc = tangents
+    _no_df_tangent(tdf, "logsf")
+    out = logsf(x, df, nc)
+    lpdf = logpdf(x, df, nc)
+    xb, dfb, ncb = _promote(x, df, nc)
+    dx = -jnp.exp(lpdf - out) * _tangent(tx, out)
+    dnc = jnp.exp(logpdf(xb, dfb + 2.0, ncb) - out) * _tangent(tnc, out)
+    return out, jnp.where(jnp.isfinite(out), dx + dnc, 0.0)
+
+
+logsf.defjvp(_logsf_jvp, symbolic_zeros=True)
+
+
+@jax.custom_jvp
+def logcdf(x, df, nc):
+    """Log of the cumulative distribution function of the non-central χ².
+
+    Args:
+      x: quantile. df: degrees of freedom ``> 0``. nc: non-centrality ``≥ 0``.
+
+    Returns:
+      ``log P[X ≤ x]``; ``−inf`` for ``x ≤ 0``, NaN for invalid parameters.
+      Accurate far below the double range (e.g. ``log cdf ≈ −5000``).
+
+    Derivatives: ``∂/∂x = pdf/cdf``, ``∂/∂nc = −pdf(x; df + 2, nc)/cdf``.
+
+    Example:
+      >>> import jax
+      >>> jax.config.update("jax_enable_x64", True)
+      >>> from glrt_jax import ncx2
+      >>> float(ncx2.logcdf(1e-3, 10.0, 36.0)) < -50
+      True
+    """
+    return _logcdf_impl(x, df, nc)
+
+
+def _logcdf_jvp(primals, tangents):
+    x, df, nc = primals
+    tx, tdf, tnc = tangents
+    _no_df_tangent(tdf, "logcdf")
+    out = logcdf(x, df, nc)
+    lpdf = logpdf(x, df, nc)
+    xb, dfb, ncb = _promote(x, df, nc)
+    dx = jnp.exp(lpdf - out) * _tangent(tx, out)
+    dnc = -jnp.exp(logpdf(xb, dfb + 2.0, ncb) - out) * _tangent(tnc, out)
+    return out, jnp.where(jnp.isfinite(out), dx + dnc, 0.0)
+
+
+logcdf.defjvp(_logcdf_jvp, symbolic_zeros=True)
+
+
+@jax.custom_jvp
+def logpdf(x, df, nc):
+    """Log of the density of the non-central χ² distribution.
+
+    Args:
+      x: point. df: degrees of freedom ``> 0``. nc: non-centrality ``≥ 0``.
+
+    Returns:
+      ``log pdf``; ``−inf`` for ``x < 0``, NaN for invalid parameters.
+
+    Derivatives (closed form, so higher orders work too):
+    ``∂pdf/∂x = ((df/2 − 1)/x − 1/2) pdf_df + nc/(2x) pdf_{df+2}`` and
+    ``∂pdf/∂nc = (pdf_{df+2} − pdf_df)/2``.
+
+    Example:
+      >>> import jax
+      >>> jax.config.update("jax_enable_x64", True)
+      >>> from glrt_jax import ncx2
+      >>> round(float(jax.numpy.exp(ncx2.logpdf(2.0, 2.0, 0.0))), 12)  # e^{-1}/2
+      0.18393972059
+    """
+    return _logpdf_impl(x, df, nc)
+
+
+def _logpdf_jvp(primals, tangents):
+    x, df, nc = primals
+    tx, tdf, tnc = tangents
+    _no_df_tangent(tdf, "logpdf")
+    out = logpdf(x, df, nc)
+    xb, dfb, ncb = _promote(x, df, nc)
+    r = jnp.exp(logpdf(xb, dfb + 2.0, ncb) - out)
+    dldx = (0.5 * dfb - 1.0) / xb - 0.5 + 0.5 * ncb / xb * r
+    dldnc = 0.5 * (r - 1.0)
+    tan = dldx * _tangent(tx, out) + dldnc * _tangent(tnc, out)
+    return out, jnp.where(jnp.isfinite(out), tan, 0.0)
+
+
+logpdf.defjvp(_logpdf_jvp, symbolic_zeros=True)
+
+
+def sf(x, df, nc):
+    """Survival function ``P[X > x]`` of the non-central χ² distribution.
+
+    Computed as ``exp(logsf)``, so its relative accuracy holds down to the
+    smallest normal double; below that it underflows to 0 (use :func:`logsf`).
+
+    Args:
+      x: quantile. df: degrees of freedom ``> 0``. nc: non-centrality ``≥ 0``.
+
+    Returns:
+      ``sf``; 1 for ``x < 0`` (jax.scipy convention), NaN for invalid parameters.
+
+    Example:
+      >>> import jax
+      >>> jax.config.update("jax_enable_x64", True)
+      >>> from glrt_jax import ncx2
+      >>> f"{float(ncx2.sf(1.0, 1.0, 0.0)):.12f}"  # 2 Q_N(1)
+      '0.317310507863'
+    """
+    return jnp.exp(logsf(x, df, nc))
+
+
+def cdf(x, df, nc):
+    """Cumulative distribution function ``P[X ≤ x]`` (``exp(logcdf)``).
+
+    Args:
+      x: quantile. df: degrees of freedom ``> 0``. nc: non-centrality ``≥ 0``.
+
+    Returns:
+      ``cdf``; 0 for ``x < 0``, NaN for invalid parameters.
+
+    Example:
+      >>> import jax
+      >>> jax.config.update("jax_enable_x64", True)
+      >>> from glrt_jax import ncx2
+      >>> f"{float(ncx2.cdf(2.0, 2.0, 0.0)):.12f}"  # 1 - e^{-1}
+      '0.632120558829'
+    """
+    return jnp.exp(logcdf(x, df, nc))
+
+
+def pdf(x, df, nc):
+    """Density of the non-central χ² distribution (``exp(logpdf)``).
+
+    Args:
+      x: point. df: degrees of freedom ``> 0``. nc: non-centrality ``≥ 0``.
+
+    Returns:
+      ``pdf``; 0 for ``x < 0``, NaN for invalid parameters.
+
+    Example:
+      >>> import jax
+      >>> jax.config.update("jax_enable_x64", True)
+      >>> from glrt_jax import ncx2
+      >>> f"{float(ncx2.pdf(2.0, 2.0, 0.0)):.12f}"
+      '0.183939720586'
+    """
+    return jnp.exp(logpdf(x, df, nc))
+
+
+def _quantile_tangent(x, df, nc, t_nc, dprob_over_pdf):
+    """Shared implicit-function tangent of a quantile x(p, nc)."""
+    lpdf = logpdf(x, df, nc)
+    r = jnp.exp(logpdf(x, df + 2.0, nc) - lpdf)
+    return dprob_over_pdf(lpdf) + r * _tangent(t_nc, x)
+
+
+@jax.custom_jvp
+def isf(p, df, nc):
+    """Inverse survival function: ``x`` with ``sf(x, df, nc) = p``.
+
+    Safeguarded Newton on the smaller tail, started from Sankaran's
+    approximation; relative accuracy ~1e-13 in float64 for ``p`` down to the
+    smallest normal double (use :func:`logisf` below that).
+
+    Args:
+      p: probability in ``[0, 1]``. df: degrees of freedom ``> 0``.
+      nc: non-centrality ``≥ 0``.
+
+    Returns:
+      ``x``; ``isf(0) = inf``, ``isf(1) = 0``, NaN outside ``[0, 1]`` or for
+      invalid parameters.
+
+    Derivatives: ``∂x/∂p = −1/pdf(x)``, ``∂x/∂nc = pdf(x; df + 2, nc)/pdf(x)``.
+
+    Example:
+      >>> import jax
+      >>> jax.config.update("jax_enable_x64", True)
+      >>> from glrt_jax import ncx2
+      >>> f"{float(ncx2.isf(0.5, 2.0, 0.0)):.12f}"  # 2 log 2
+      '1.386294361120'
+    """
+    return _isf_from_p(p, df, nc)
+
+
+def _isf_jvp(primals, tangents):
+    p, df, nc = primals
+    tp, tdf, tnc = tangents
+    _no_df_tangent(tdf, "isf")
+    x = isf(p, df, nc)
+    _, dfb, ncb = _promote(x, df, nc)
+    tan = _quantile_tangent(x, dfb, ncb, tnc, lambda lpdf: -jnp.exp(-lpdf) * _tangent(tp, x))
+    return x, jnp.where(jnp.isfinite(x) & (x > 0), tan, 0.0)
+
+
+isf.defjvp(_isf_jvp, symbolic_zeros=True)
+
+
+@jax.custom_jvp
+def ppf(p, df, nc):
+    """Percent point function: ``x`` with ``cdf(x, df, nc) = p``.
+
+    Args:
+      p: probability in ``[0, 1]``. df: degrees of freedom ``> 0``.
+      nc: non-centrality ``≥ 0``.
+
+    Returns:
+      ``x``; ``ppf(0) = 0``, ``ppf(1) = inf``, NaN outside ``[0, 1]``.
+
+    Derivatives: ``∂x/∂p = 1/pdf(x)``, ``∂x/∂nc = pdf(x; df + 2, nc)/pdf(x)``.
+
+    Example:
+      >>> import jax
+      >>> jax.config.update("jax_enable_x64", True)
+      >>> from glrt_jax import ncx2
+      >>> f"{float(ncx2.ppf(0.5, 2.0, 0.0)):.12f}"
+      '1.386294361120'
+    """
+    return _ppf_from_p(p, df, nc)
+
+
+def _ppf_jvp(primals, tangents):
+    p, df, nc = primals
+    tp, tdf, tnc = tangents
+    _no_df_tangent(tdf, "ppf")
+    x = ppf(p, df, nc)
+    _, dfb, ncb = _promote(x, df, nc)
+    tan = _quantile_tangent(x, dfb, ncb, tnc, lambda lpdf: jnp.exp(-lpdf) * _tangent(tp, x))
+    return x, jnp.where(jnp.isfinite(x) & (x > 0), tan, 0.0)
+
+
+ppf.defjvp(_ppf_jvp, symbolic_zeros=True)
+
+
+@jax.custom_jvp
+def logisf(logp, df, nc):
+    """``x`` with ``logsf(x, df, nc) = logp``: inverts probabilities below 1e-308.
+
+    Args:
+      logp: log-probability ``≤ 0`` (e.g. ``-10000``). df: degrees of freedom
+        ``> 0``. nc: non-centrality ``≥ 0``.
+
+    Returns:
+      ``x``; ``logisf(0) = 0``, ``logisf(-inf) = inf``, NaN for ``logp > 0``.
+
+    Derivatives: ``∂x/∂logp = −sf/pdf``, ``∂x/∂nc = pdf(x; df + 2, nc)/pdf(x)``.
+
+    Example:
+      >>> import jax
+      >>> jax.config.update("jax_enable_x64", True)
+      >>> from glrt_jax import ncx2
+      >>> f"{float(ncx2.logisf(-1000.0, 2.0, 0.0)):.6f}"  # sf = e^{-x/2}
+      '2000.000000'
+    """
+    return _logisf_impl(logp, df, nc)
+
+
+def _logisf_jvp(primals, tangents):
+    lp, df, nc = primals
+    tlp, tdf, tnc = tangents
+    _no_df_tangent(tdf, "logisf")
+    x = logisf(lp, df, nc)
+    lpb, dfb, ncb = _promote(lp, df, nc)
+    tan = _quantile_tangent(x, dfb, ncb, tnc, lambda lpdf: -jnp.exp(lpb - lpdf) * _tangent(tlp, x))
+    return x, jnp.where(jnp.isfinite(x) & (x > 0), tan, 0.0)
+
+
+logisf.defjvp(_logisf_jvp, symbolic_zeros=True)
+
+
+@jax.custom_jvp
+def logppf(logp, df, nc):
+    """``x`` with ``logcdf(x, df, nc) = logp``: the lower-tail twin of :func:`logisf`.
+
+    Args:
+      logp: log-probability ``≤ 0``. df: degrees of freedom ``> 0``.
+      nc: non-centrality ``≥ 0``.
+
+    Returns:
+      ``x``; ``logppf(0) = inf``, ``logppf(-inf) = 0``, NaN for ``logp > 0``.
+
+    Derivatives: ``∂x/∂logp = cdf/pdf``, ``∂x/∂nc = pdf(x; df + 2, nc)/pdf(x)``.
+
+    Example:
+      >>> import jax
+      >>> jax.config.update("jax_enable_x64", True)
+      >>> from glrt_jax import ncx2
+      >>> x = float(ncx2.logppf(-1000.0, 2.0, 0.0))  # cdf ≈ x/2 for tiny x
+      >>> 0 < x < 1e-300
+      True
+    """
+    return _logppf_impl(logp, df, nc)
+
+
+def _logppf_jvp(primals, tangents):
+    lp, df, nc = primals
+    tlp, tdf, tnc = tangents
+    _no_df_tangent(tdf, "logppf")
+    x = logppf(lp, df, nc)
+    lpb, dfb, ncb = _promote(lp, df, nc)
+    tan = _quantile_tangent(x, dfb, ncb, tnc, lambda lpdf: jnp.exp(lpb - lpdf) * _tangent(tlp, x))
+    return x, jnp.where(jnp.isfinite(x) & (x > 0), tan, 0.0)
+
+
+logppf.defjvp(_logppf_jvp, symbolic_zeros=True)

@@ -1,0 +1,291 @@
+"""Tests of glrt_jax.ncx2 against mpmath closed forms, committed mpmath fixtures and scipy."""
+
+from __future__ import annotations
+
+import json
+import math
+import pathlib
+
+import jax
+import jax.numpy as jnp
+import mpmath as mp
+import numpy as np
+import pytest
+from jax.test_util import check_grads
+from scipy import stats
+
+from glrt_jax import ncx2
+
+mp.mp.dps = 40
+REF = pathlib.Path(__file__).parent / "reference" / "ncx2_refs.json"
+
+
+def _rel(a, b):
+    return abs(a - b) / abs(b)
+
+
+# ---------------------------------------------------------------------------
+# Closed forms computed with mpmath in this test (independent of the code).
+# ---------------------------------------------------------------------------
+
+
+def _mp_central_logsf(x, df):
+    return mp.log(mp.gammainc(mp.mpf(df) / 2, mp.mpf(x) / 2, mp.inf, regularized=True))
+
+
+def _mp_central_logcdf(x, df):
+    return mp.log(mp.gammainc(mp.mpf(df) / 2, 0, mp.mpf(x) / 2, regularized=True))
+
+
+def _mp_df1_sf(x, nc):
+    # X = (Z + sqrt(nc))^2: sf = Q(sqrt x - sqrt nc) + Q(sqrt x + sqrt nc).
+    b, a = mp.sqrt(mp.mpf(x)), mp.sqrt(mp.mpf(nc))
+    return mp.erfc((b - a) / mp.sqrt(2)) / 2 + mp.erfc((b + a) / mp.sqrt(2)) / 2
+
+
+@pytest.mark.parametrize("df", [0.5, 1.0, 3.0, 10.0, 300.0, 1e4])
+def test_central_matches_incomplete_gamma(df):
+    # x from the deep lower tail to the deep upper tail, both log functions.
+    for x in [df * 1e-3, df * 0.5, df, df * 2 + 10, df + 40 * math.sqrt(2 * df) + 60, 4000.0]:
+        ls = float(ncx2.logsf(x, df, 0.0))
+        lc = float(ncx2.logcdf(x, df, 0.0))
+        ref_s = float(_mp_central_logsf(x, df))
+        ref_c = float(_mp_central_logcdf(x, df))
+        assert abs(ls - ref_s) <= 1e-13 * max(1.0, abs(ref_s)), (x, ls, ref_s)
+        assert abs(lc - ref_c) <= 1e-13 * max(1.0, abs(ref_c)), (x, lc, ref_c)
+
+
+@pytest.mark.parametrize("nc", [1e-4, 0.25, 1.0, 36.0, 1e3])
+def test_df1_closed_form_upper_tail(nc):
+    for z in [0.0, 1.0, 5.0, 20.0, 37.0]:
+        x = (math.sqrt(nc) + z) ** 2 + 0.5
+        ref = _mp_df1_sf(x, nc)
+        got = float(ncx2.sf(x, 1.0, nc))
+        assert _rel(got, float(ref)) <= 1e-12, (x, got, ref)
+        assert abs(float(ncx2.logsf(x, 1.0, nc)) - float(mp.log(ref))) <= 1e-13 * max(
+            1.0, abs(float(mp.log(ref)))
+        )
+
+
+def test_far_beyond_double_range():
+    # Central chi2 with df = 2: sf = e^{-x/2} exactly, so logsf(20000) = -10000.
+    assert abs(float(ncx2.logsf(20000.0, 2.0, 0.0)) + 10000.0) <= 1e-13 * 10000
+    # Lower tail, df = 2: cdf = 1 - e^{-x/2} ≈ x/2 for tiny x.
+    x = 1e-300
+    assert _rel(float(ncx2.logcdf(x, 2.0, 0.0)), math.log(x / 2)) <= 1e-14
+    # Non-central, true value ~ e^{-5000}: compare with the mpmath closed form (df = 1).
+    nc, x = 36.0, (6.0 + 100.0) ** 2
+    ref = float(mp.log(_mp_df1_sf(x, nc)))
+    assert ref < -5000
+    assert abs(float(ncx2.logsf(x, 1.0, nc)) - ref) <= 1e-13 * abs(ref)
+
+
+# ---------------------------------------------------------------------------
+# The committed mpmath grid (tests/reference/make_ncx2_refs.py).
+# ---------------------------------------------------------------------------
+
+
+def _load_refs():
+    if not REF.exists():
+        pytest.skip("reference fixture missing: run tests/reference/make_ncx2_refs.py")
+    return json.loads(REF.read_text())
+
+
+def _grouped(records, kind):
+    out = {}
+    for r in records:
+        if r["kind"] == kind:
+            out.setdefault((r["df"], r["nc"]), []).append(r)
+    return out
+
+
+def test_grid_values():
+    refs = _load_refs()
+    groups = _grouped(refs, "point")
+    assert len(groups) == 56  # 8 df x 7 nc
+    worst = {}
+    for (df, nc), rows in groups.items():
+        x = jnp.asarray([r["x"] for r in rows])
+        got = {
+            "logsf": np.asarray(ncx2.logsf(x, df, nc)),
+            "logcdf": np.asarray(ncx2.logcdf(x, df, nc)),
+            "logpdf": np.asarray(ncx2.logpdf(x, df, nc)),
+            "sf": np.asarray(ncx2.sf(x, df, nc)),
+            "cdf": np.asarray(ncx2.cdf(x, df, nc)),
+            "pdf": np.asarray(ncx2.pdf(x, df, nc)),
+        }
+        for i, r in enumerate(rows):
+            for name in ("logsf", "logcdf", "logpdf"):
+                ref = float(mp.mpf(r[name]))
+                err = abs(got[name][i] - ref) / max(1.0, abs(ref))
+                assert np.isfinite(got[name][i]), (df, nc, r["x"], name)
+                assert err <= 1e-13, (df, nc, r["x"], name, got[name][i], ref)
+                worst[name] = max(worst.get(name, 0.0), err)
+            for name in ("sf", "cdf", "pdf"):
+                ref = mp.mpf(r[name])
+                if ref < mp.mpf("1e-300"):
+                    continue
+                err = _rel(got[name][i], float(ref))
+                assert err <= 1e-12, (df, nc, r["x"], name, got[name][i], ref)
+                assert 0 < got[name][i] < 1 or name == "pdf"
+                worst[name] = max(worst.get(name, 0.0), err)
+    print("worst relative errors on the grid:", worst)
+
+
+@pytest.mark.parametrize("kind,fn", [("isf", ncx2.isf), ("ppf", ncx2.ppf)])
+def test_grid_quantiles(kind, fn):
+    refs = _load_refs()
+    for (df, nc), rows in _grouped(refs, kind).items():
+        p = jnp.asarray([r["p"] for r in rows])
+        got = np.asarray(fn(p, df, nc))
+        for i, r in enumerate(rows):
+            ref = float(mp.mpf(r["x"]))
+            assert _rel(got[i], ref) <= 1e-12, (kind, df, nc, r["p"], got[i], ref)
+
+
+@pytest.mark.parametrize("kind,fn", [("logisf", ncx2.logisf), ("logppf", ncx2.logppf)])
+def test_grid_log_quantiles(kind, fn):
+    refs = _load_refs()
+    for (df, nc), rows in _grouped(refs, kind).items():
+        lp = jnp.asarray([r["logp"] for r in rows])
+        got = np.asarray(fn(lp, df, nc))
+        for i, r in enumerate(rows):
+            ref = float(mp.mpf(r["x"]))
+            assert _rel(got[i], ref) <= 1e-12, (kind, df, nc, r["logp"], got[i], ref)
+
+
+# ---------------------------------------------------------------------------
+# Agreement with scipy where scipy is accurate, and quantile round trips.
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("df,nc", [(1.0, 1.0), (10.0, 36.0), (300.0, 1e3), (3.0, 0.25)])
+def test_matches_scipy_in_the_bulk(df, nc):
+    mean, sd = df + nc, math.sqrt(2 * (df + 2 * nc))
+    x = np.maximum(mean + sd * np.linspace(-3, 8, 23), 1e-3)
+    for name in ("sf", "cdf", "pdf"):
+        ours = np.asarray(getattr(ncx2, name)(x, df, nc))
+        ref = getattr(stats.ncx2, name)(x, df, nc)
+        np.testing.assert_allclose(ours, ref, rtol=1e-11)
+
+
+@pytest.mark.parametrize("df,nc", [(1.0, 1.0), (2.0, 0.0), (10.0, 36.0), (50.0, 1e-4)])
+def test_quantile_round_trip(df, nc):
+    p = np.array([1e-300, 1e-100, 1e-12, 1e-3, 0.1, 0.5, 0.9, 0.999])
+    x = ncx2.isf(p, df, nc)
+    np.testing.assert_allclose(np.asarray(ncx2.sf(x, df, nc)), p, rtol=1e-11)
+    # Lower tail: for df = 1 the 1e-300 quantile (~1e-600) is below double range.
+    x = ncx2.ppf(p[1:], df, nc)
+    np.testing.assert_allclose(np.asarray(ncx2.cdf(x, df, nc)), p[1:], rtol=1e-11)
+    lp = np.array([-10000.0, -1000.0, -50.0, -1.0])
+    x = ncx2.logisf(lp, df, nc)
+    np.testing.assert_allclose(np.asarray(ncx2.logsf(x, df, nc)), lp, rtol=1e-12)
+
+
+# ---------------------------------------------------------------------------
+# Domain conventions (jax.scipy style).
+# ---------------------------------------------------------------------------
+
+
+def test_domain_conventions():
+    nan, inf = float("nan"), float("inf")
+    x = jnp.asarray([-1.0, 0.0, inf])
+    np.testing.assert_array_equal(ncx2.sf(x, 3.0, 2.0), [1.0, 1.0, 0.0])
+    np.testing.assert_array_equal(ncx2.cdf(x, 3.0, 2.0), [0.0, 0.0, 1.0])
+    np.testing.assert_array_equal(ncx2.pdf(x, 3.0, 2.0), [0.0, 0.0, 0.0])
+    np.testing.assert_array_equal(ncx2.logsf(x, 3.0, 2.0), [0.0, 0.0, -inf])
+    np.testing.assert_array_equal(ncx2.logcdf(x, 3.0, 2.0), [-inf, -inf, 0.0])
+    # Invalid parameters or NaN anywhere -> NaN.
+    bad_x = jnp.asarray([1.0, 1.0, 1.0, nan, 1.0, 1.0, 1.0])
+    bad_df = jnp.asarray([0.0, -1.0, 2.0, 2.0, nan, 2.0, inf])
+    bad_nc = jnp.asarray([1.0, 1.0, -0.5, 1.0, 1.0, nan, 1.0])
+    for fn in (ncx2.sf, ncx2.cdf, ncx2.pdf, ncx2.logsf, ncx2.logcdf, ncx2.logpdf):
+        assert np.all(np.isnan(fn(bad_x, bad_df, bad_nc))), fn.__name__
+    p = jnp.asarray([0.0, 1.0, -0.1, 1.1, nan])
+    np.testing.assert_array_equal(ncx2.isf(p, 3.0, 2.0), [inf, 0.0, nan, nan, nan])
+    np.testing.assert_array_equal(ncx2.ppf(p, 3.0, 2.0), [0.0, inf, nan, nan, nan])
+    lp = jnp.asarray([0.5, -inf, 0.0])
+    np.testing.assert_array_equal(ncx2.logisf(lp, 3.0, 2.0), [nan, inf, 0.0])
+    np.testing.assert_array_equal(ncx2.logppf(lp, 3.0, 2.0), [nan, 0.0, inf])
+    assert np.isnan(ncx2.isf(jnp.asarray([0.5]), -3.0, 2.0)[0])
+
+
+def test_central_is_nc_zero_without_special_case():
+    # nc = 0 and a tiny nc are continuous.
+    x = jnp.asarray([0.5, 3.0, 30.0])
+    np.testing.assert_allclose(ncx2.sf(x, 3.0, 0.0), ncx2.sf(x, 3.0, 1e-12), rtol=1e-11)
+
+
+def test_broadcasting_jit_vmap():
+    x = jnp.linspace(0.1, 40, 12).reshape(3, 4)
+    df = jnp.asarray([[1.0], [5.0], [20.0]])
+    out = ncx2.sf(x, df, 2.0)
+    assert out.shape == (3, 4)
+    jitted = jax.jit(ncx2.sf)(x, df, 2.0)
+    np.testing.assert_allclose(jitted, out, rtol=1e-14)
+    vm = jax.vmap(lambda xi, di: ncx2.sf(xi, di, 2.0))(x, df[:, 0])
+    np.testing.assert_allclose(vm, out, rtol=1e-14)
+    q = jax.vmap(ncx2.isf, in_axes=(0, None, None))(jnp.asarray([0.1, 0.01]), 4.0, 3.0)
+    np.testing.assert_allclose(ncx2.sf(q, 4.0, 3.0), [0.1, 0.01], rtol=1e-12)
+
+
+def test_float32():
+    x = jnp.asarray([0.5, 5.0, 50.0], jnp.float32)
+    out = ncx2.sf(x, jnp.float32(4.0), jnp.float32(3.0))
+    assert out.dtype == jnp.float32
+    ref = stats.ncx2.sf(np.asarray(x, np.float64), 4.0, 3.0)
+    np.testing.assert_allclose(np.asarray(out), ref, rtol=2e-5)
+    q = ncx2.isf(jnp.asarray([0.1, 1e-6], jnp.float32), jnp.float32(4.0), jnp.float32(3.0))
+    np.testing.assert_allclose(np.asarray(q), stats.ncx2.isf([0.1, 1e-6], 4.0, 3.0), rtol=1e-4)
+
+
+# ---------------------------------------------------------------------------
+# Derivatives.
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "df,nc,x", [(1.0, 1.0, 2.0), (3.0, 0.25, 0.7), (10.0, 36.0, 80.0), (4.0, 2.0, 40.0)]
+)
+def test_check_grads_distribution_functions(df, nc, x):
+    for fn in (ncx2.sf, ncx2.cdf, ncx2.logsf, ncx2.logcdf, ncx2.pdf, ncx2.logpdf):
+        f = lambda x_, nc_, fn=fn: fn(x_, df, nc_)  # noqa: E731
+        check_grads(f, (x, nc), order=2, modes=["fwd", "rev"], rtol=1e-5, atol=1e-8)
+
+
+@pytest.mark.parametrize("df,nc,p", [(1.0, 1.0, 0.3), (10.0, 36.0, 1e-2), (4.0, 2.0, 0.9)])
+def test_check_grads_quantiles(df, nc, p):
+    for fn in (ncx2.isf, ncx2.ppf):
+        check_grads(
+            lambda p_, nc_, fn=fn: fn(p_, df, nc_),
+            (p, nc),
+            order=1,
+            modes=["fwd", "rev"],
+            rtol=1e-5,
+        )
+    for fn in (ncx2.logisf, ncx2.logppf):
+        check_grads(
+            lambda lp, nc_, fn=fn: fn(lp, df, nc_),
+            (math.log(p), nc),
+            order=1,
+            modes=["fwd", "rev"],
+            rtol=1e-5,
+        )
+
+
+def test_gradient_values_against_closed_forms():
+    # d sf / d nc = pdf(x; df + 2, nc): compare with mpmath differentiation (df = 1).
+    x, nc = 9.0, 4.0
+    g = jax.grad(ncx2.sf, argnums=2)(x, 1.0, nc)
+    ref = mp.diff(lambda t: _mp_df1_sf(x, t), nc)
+    assert _rel(float(g), float(ref)) <= 1e-10
+    gx = jax.grad(ncx2.sf)(x, 1.0, nc)
+    refx = mp.diff(lambda t: _mp_df1_sf(t, nc), x)
+    assert _rel(float(gx), float(refx)) <= 1e-10
+
+
+def test_df_derivative_raises():
+    with pytest.raises(NotImplementedError, match="df"):
+        jax.grad(ncx2.sf, argnums=1)(2.0, 3.0, 1.0)
+    with pytest.raises(NotImplementedError, match="df"):
+        jax.grad(ncx2.isf, argnums=1)(0.2, 3.0, 1.0)
