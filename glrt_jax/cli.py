@@ -1,4 +1,4 @@
-"""Command line interface: ``glrt-jax ncx2 ...`` (and ``report``, see below)."""
+"""Command line interface: ``glrt-jax report ...`` and ``glrt-jax ncx2 ...``."""
 
 from __future__ import annotations
 
@@ -9,9 +9,17 @@ _NCX2_FUNCS = ("cdf", "sf", "pdf", "logcdf", "logsf", "logpdf", "ppf", "isf", "l
 
 
 def _enable_x64():
+    """The command line is an application: it runs in float64 and caches compilations."""
+    import os
+
     import jax
 
     jax.config.update("jax_enable_x64", True)
+    cache = os.environ.get(
+        "GLRT_JAX_CACHE", os.path.join(os.path.expanduser("~"), ".cache", "glrt-jax")
+    )
+    jax.config.update("jax_compilation_cache_dir", cache)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
 
 
 def _cmd_ncx2(args) -> int:
@@ -25,6 +33,33 @@ def _cmd_ncx2(args) -> int:
     out = np.asarray(fn(values, args.df, args.nc))
     for v, o in zip(values, out, strict=True):
         print(f"{args.function}({float(v)!r}; df={args.df!r}, nc={args.nc!r}) = {float(o)!r}")
+    return 0
+
+
+def _cmd_report(args) -> int:
+    _enable_x64()
+    from glrt_jax import accountant
+
+    common = dict(sensitivity=args.sensitivity, sigma=args.sigma, steps=args.steps, dim=args.dim)
+    try:
+        if args.epsilon is not None:
+            rep = accountant.delta(args.epsilon, **common)
+        else:
+            rep = accountant.epsilon(args.delta, **common)
+    except ValueError as exc:
+        print(f"glrt-jax report: {exc}", file=sys.stderr)
+        return 2
+    print(
+        f"Gaussian mechanism: sensitivity={args.sensitivity:g}, sigma={args.sigma:g}, "
+        f"steps={args.steps}, dim={args.dim}  (mu = {rep.mu:.6g})"
+    )
+    print(f"threat model: {rep.threat_model}\n")
+    print(rep.table())
+    if args.plot:
+        from glrt_jax import plotting
+
+        plotting.roc_figure(rep.mu, args.dim, path=args.plot)
+        print(f"\nROC curves written to {args.plot}")
     return 0
 
 
@@ -45,6 +80,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="x (distribution functions), p (ppf/isf) or log p (logppf/logisf)",
     )
     p.set_defaults(func=_cmd_ncx2)
+
+    r = sub.add_parser("report", help="epsilon (or delta) for NPO and GLRT side by side")
+    r.add_argument("--sensitivity", type=float, required=True, help="l2 sensitivity Delta >= 0")
+    r.add_argument("--sigma", type=float, required=True, help="noise standard deviation > 0")
+    r.add_argument("--steps", type=int, default=1, help="number of releases N (shared direction)")
+    r.add_argument("--dim", type=int, default=1, help="query dimension d")
+    g = r.add_mutually_exclusive_group(required=True)
+    g.add_argument("--delta", type=float, help="report epsilon at this delta")
+    g.add_argument("--epsilon", type=float, help="report delta at this epsilon")
+    r.add_argument("--plot", metavar="FILE.png", help="write the ROC curves (NPO, R, R', R_s)")
+    r.set_defaults(func=_cmd_report)
     return parser
 
 

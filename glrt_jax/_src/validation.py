@@ -1,0 +1,42 @@
+"""Eager validation of user-facing arguments.
+
+Concrete values are checked and rejected with a ``ValueError`` naming the parameter and
+its allowed range. Traced values (inside ``jit``) cannot be inspected: they pass through
+and out-of-domain inputs produce NaN, following the jax.scipy conventions.
+"""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+
+
+def _concrete(value):
+    if isinstance(value, jax.core.Tracer):
+        return None
+    return np.asarray(value)
+
+
+def check_range(
+    name: str, value, *, lo=None, hi=None, lo_open=False, hi_open=False, integer=False
+) -> None:
+    """Raise ValueError if a concrete ``value`` is NaN/inf or outside the stated range."""
+    arr = _concrete(value)
+    if arr is None:
+        return
+    lo_s = "-inf" if lo is None else f"{lo:g}"
+    hi_s = "inf" if hi is None else f"{hi:g}"
+    left = "(" if lo_open or lo is None else "["
+    right = ")" if hi_open or hi is None else "]"
+    rng = f"{left}{lo_s}, {hi_s}{right}"
+    kind = "an integer in " if integer else "in "
+    msg = f"{name} must be {kind}{rng}; got {value!r}"
+    a = np.asarray(arr, dtype=float)
+    if not np.all(np.isfinite(a)):
+        raise ValueError(msg)
+    if lo is not None and (np.any(a <= lo) if lo_open else np.any(a < lo)):
+        raise ValueError(msg)
+    if hi is not None and (np.any(a >= hi) if hi_open else np.any(a > hi)):
+        raise ValueError(msg)
+    if integer and np.any(a != np.round(a)):
+        raise ValueError(msg)
