@@ -65,9 +65,13 @@ def test_npo_epsilon_inverts_delta():
 def test_glrt_epsilon_inverts_delta_and_is_below_npo():
     deltas = jnp.asarray([0.1, 1e-5, 1e-30, 1e-300])
     for d in (1, 10, 300):
-        eps = profile.glrt_epsilon(deltas, 2.0, d)
+        eps = np.asarray(profile.glrt_epsilon(deltas, 2.0, d))
         back = np.exp(profile.glrt_log_delta(eps, 2.0, d))
-        np.testing.assert_allclose(back, deltas, rtol=1e-9)
+        pos = eps > 0
+        np.testing.assert_allclose(back[pos], np.asarray(deltas)[pos], rtol=1e-9)
+        # ε = 0 exactly where δ(0) (the total variation) is already below the target.
+        tv = float(profile.glrt_delta(0.0, 2.0, d))
+        np.testing.assert_array_equal(~pos, tv <= np.asarray(deltas))
         assert np.all(np.asarray(eps) <= np.asarray(profile.npo_epsilon(deltas, 2.0)))
 
 
