@@ -82,6 +82,7 @@ def _load_refs():
 
 
 def test_against_mpmath_reference_profiles():
+    mp.mp.dps = 50
     refs = _load_refs()
     # δ(ε): relative error ≤ 1e-10 where δ ≥ 1e-300 (checked on log δ, all records at once).
     for kind in ("profile_npo", "profile_glrt"):

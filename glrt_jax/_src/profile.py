@@ -22,6 +22,8 @@ Everything is computed in log space so δ down to 1e-300 (and log δ beyond) is 
 
 from __future__ import annotations
 
+import math
+
 import jax
 import jax.numpy as jnp
 from jax import lax
@@ -38,20 +40,33 @@ _NEWTON = 80
 # NPO
 # ---------------------------------------------------------------------------
 
+_CF_TERMS = 64
+
+
+def _log_ndtr(x):
+    """log Φ(x) to full precision for every x.
+
+    jax.scipy's log_ndtr switches to a short asymptotic series below −20 and keeps ~8 digits
+    there. Below −10 we use the Mills-ratio continued fraction
+    Φ(x) = φ(x) / (t + 1/(t + 2/(t + 3/(t + …)))), t = −x, evaluated backwards.
+    """
+    tail = x < -10.0
+    t = jnp.where(tail, -x, 20.0)
+    k = t
+    for n in range(_CF_TERMS, 0, -1):
+        k = t + n / k
+    log_tail = -0.5 * t * t - 0.5 * math.log(2.0 * math.pi) - jnp.log(k)
+    return jnp.where(tail, log_tail, log_ndtr(jnp.where(tail, 0.0, x)))
+
 
 def _npo_log_delta(eps, mu):
     """log δ_NPO(ε) in log space; −inf where δ = 0 (μ = 0)."""
     mus = jnp.where(mu > 0, mu, 1.0)
     a = -eps / mus + 0.5 * mus
     b = -eps / mus - 0.5 * mus
-    la = log_ndtr(a)
-    out = la + _log1mexp(jnp.minimum(eps + log_ndtr(b) - la, 0.0))
+    la = _log_ndtr(a)
+    out = la + _log1mexp(jnp.minimum(eps + _log_ndtr(b) - la, 0.0))
     return jnp.where(mu > 0, out, -jnp.inf)
-
-
-def _npo_dlogdelta_deps(eps, mu, logd):
-    mus = jnp.where(mu > 0, mu, 1.0)
-    return -jnp.exp(eps + log_ndtr(-eps / mus - 0.5 * mus) - logd)
 
 
 # ---------------------------------------------------------------------------
