@@ -262,6 +262,7 @@ def test_check_grads_quantiles(df, nc, p):
             order=1,
             modes=["fwd", "rev"],
             rtol=1e-5,
+            eps=1e-6,
         )
     for fn in (ncx2.logisf, ncx2.logppf):
         check_grads(
@@ -270,6 +271,7 @@ def test_check_grads_quantiles(df, nc, p):
             order=1,
             modes=["fwd", "rev"],
             rtol=1e-5,
+            eps=1e-6,
         )
 
 
