@@ -1,4 +1,4 @@
-"""Command line interface: ``glrt-jax report ...`` and ``glrt-jax ncx2 ...``."""
+"""Command line interface: ``glrt-jax report``, ``ncx2``, ``calibrate`` and ``reproduce``."""
 
 from __future__ import annotations
 
@@ -134,6 +134,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     r.add_argument("--plot", metavar="FILE.png", help="write the ROC curves (NPO, R, R', R_s)")
     r.set_defaults(func=_cmd_report)
+
+    from glrt_jax._src import calibrate_cli as _calibrate_cli
+    from glrt_jax._src import reproduce as _reproduce
+
+    _calibrate_cli.add_subparser(sub)
+
+    _reproduce.add_subparser(sub, setup=_enable_x64)
     return parser
 
 

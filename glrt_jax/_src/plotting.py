@@ -1,0 +1,884 @@
+"""Figures of the paper, regenerated from the library (matplotlib, Agg canvas, no pyplot).
+
+Every function here computes its curves with the public modules of glrt_jax and draws
+them on a fresh :class:`matplotlib.figure.Figure` attached to an Agg canvas; nothing
+touches pyplot's global state or the interactive backend, so the functions are safe in
+scripts, servers, tests and notebooks (display a returned figure with
+``IPython.display.display(fig)``). Each function returns the Figure and, when ``path``
+is given, also writes it there (format from the file name's extension).
+
+Colours follow the paper: NPO red, GLRT ``R`` blue, ``R'`` green, the symmetrised
+``R_s`` dashed black, empirical curves purple and orange. A GLRT curve is never drawn
+without the NPO curve of the same mechanism next to it.
+
+Figures (paper label → function):
+
+* ``fig:teaser`` → :func:`teaser_figure` (corrected setting ``Δ/σ = 0.3``),
+* ``fig:roc_curves`` → :func:`roc_figure` (also on a log-scale ``α`` axis),
+* ``fig:dof`` → :func:`dimension_roc_figure`,
+* ``fig:dimension_epsilon`` → :func:`epsilon_dimension_figure`,
+* ``fig:clt`` → :func:`clt_figure`,
+* ``fig:priv_profile`` → :func:`privacy_profile_figure`,
+* ``fig:subsampling`` → :func:`subsampling_figure` (numeric composition, :mod:`glrt_jax.pld`),
+* ``fig:predicted_actual``, ``fig:actual_symmetric_gaussian``, ``fig:high_dimensional``
+  → :func:`run_experiment` + :func:`empirical_roc_figure` (:mod:`glrt_jax.audit`).
+
+Precision: the curves are computed in the default JAX float type. Enable float64
+(``jax.config.update("jax_enable_x64", True)``) for accurate tails on the log-scale
+panels and for the ε values in the legends; :func:`subsampling_figure` requires it
+(:mod:`glrt_jax.pld` does). These functions are eager (not jittable): they validate
+their arguments and raise ``ValueError`` naming the parameter.
+
+Compilation: all curve evaluations go through a few fixed array shapes (512 points
+per ROC curve, 256 per batch of ε or δ values), so a session compiles each kernel
+once, whatever figures it draws.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+from collections.abc import Sequence
+
+import jax
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from glrt_jax._src import asymptotics, audit, pld, profile, roc
+from glrt_jax._src.validation import check_range
+
+__all__ = [
+    "EmpiricalExperiment",
+    "PAPER_DIMS",
+    "clt_figure",
+    "dimension_roc_figure",
+    "empirical_roc_figure",
+    "epsilon_dimension_figure",
+    "privacy_profile_figure",
+    "roc_figure",
+    "run_experiment",
+    "subsampling_figure",
+    "teaser_figure",
+]
+
+NPO_COLOR = "tab:red"
+R_COLOR = "tab:blue"
+RP_COLOR = "tab:green"
+RS_STYLE = dict(color="black", linestyle="--")
+EMP_COLORS = ("tab:purple", "tab:orange")
+
+#: Dimensions of the paper's "ε versus d" figure.
+PAPER_DIMS = (1, 2, 5, 10, 20, 50, 100, 200, 300, 500)
+
+# Fixed batch sizes: one compilation per kernel per session.
+_CURVE_POINTS = 512
+_BATCH = 256
+
+
+# ---------------------------------------------------------------------------
+# Validation and small helpers
+# ---------------------------------------------------------------------------
+
+
+def _check_positive_int(name: str, value, lo: int = 1) -> int:
+    check_range(name, value, lo=float(lo), integer=True)
+    if isinstance(value, bool) or np.ndim(value) != 0:
+        raise ValueError(f"{name} must be an integer in [{lo}, inf); got {value!r}")
+    return int(value)
+
+
+def _check_dims(name: str, dims) -> tuple[int, ...]:
+    arr = np.asarray(dims)
+    if arr.ndim != 1 or arr.size == 0:
+        raise ValueError(
+            f"{name} must be a non-empty sequence of integers in [1, inf); got {dims!r}"
+        )
+    check_range(name, arr, lo=1.0, integer=True)
+    return tuple(int(d) for d in arr)
+
+
+def _scalar(x) -> float:
+    return float(np.asarray(x))
+
+
+def _new_figure(ncols: int = 1, width: float = 5.2, height: float = 4.4):
+    fig = Figure(figsize=(width * ncols, height), layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(1, ncols, squeeze=False)[0]
+    return fig, axes
+
+
+def _finish(fig: Figure, path) -> Figure:
+    if path is not None:
+        path = os.fspath(path)
+        directory = os.path.dirname(path)
+        if directory:
+            os.makedirs(directory, exist_ok=True)
+        fig.savefig(path, dpi=150)
+    return fig
+
+
+def _alpha_grid(alpha_min: float) -> np.ndarray:
+    """``_CURVE_POINTS`` false-positive rates: log-spaced from ``alpha_min`` and linear."""
+    half = _CURVE_POINTS // 2
+    logs = np.geomspace(alpha_min, 1.0, half, endpoint=False)
+    lin = np.linspace(0.0, 1.0, _CURVE_POINTS - half)
+    return np.sort(np.concatenate([logs, lin]))
+
+
+def _glrt_curves(alpha: np.ndarray, mu: float, dim: int) -> dict[str, np.ndarray]:
+    """The GLRT curves ``R``, ``R'``, ``R_s`` and the NPO curve on ``alpha`` (NumPy)."""
+    return {
+        "npo": np.asarray(roc.npo(alpha, mu)),
+        "R": np.asarray(roc.glrt(alpha, mu, dim)),
+        "R_prime": np.asarray(roc.glrt_swapped(alpha, mu, dim)),
+        "R_s": np.asarray(roc.glrt_symmetrised(alpha, mu, dim)),
+    }
+
+
+def _padded_call(fn, *columns) -> np.ndarray:
+    """Evaluate an elementwise ``fn`` on 1-D columns padded to a multiple of ``_BATCH``."""
+    cols = [np.atleast_1d(np.asarray(c, dtype=np.float64)) for c in columns]
+    cols = np.broadcast_arrays(*cols)
+    n = cols[0].size
+    size = _BATCH * max(1, -(-n // _BATCH))
+    padded = [np.concatenate([c.ravel(), np.full(size - n, c.ravel()[0])]) for c in cols]
+    return np.asarray(fn(*padded))[:n].reshape(cols[0].shape)
+
+
+def _epsilons(delta, mu, dim=None) -> np.ndarray:
+    """ε(δ) of the NPO adversary (``dim=None``) or of the GLRT adversary, batched.
+
+    A thin wrapper over :func:`glrt_jax.profile.npo_epsilon` /
+    :func:`glrt_jax.profile.glrt_epsilon` that pads its inputs to a fixed length,
+    so that many calls share one compilation.
+    """
+    if dim is None:
+        return _padded_call(profile.npo_epsilon, delta, mu)
+    return _padded_call(profile.glrt_epsilon, delta, mu, dim)
+
+
+def _deltas(eps, mu, dim=None) -> np.ndarray:
+    """δ(ε) of the NPO (``dim=None``) or GLRT adversary, batched (see :func:`_epsilons`)."""
+    if dim is None:
+        return _padded_call(profile.npo_delta, eps, mu)
+    return _padded_call(profile.glrt_delta, eps, mu, dim)
+
+
+def _eps_label(eps: float, delta: float) -> str:
+    return f"(ε, δ) = ({eps:.3g}, {delta:g})"
+
+
+def _diagonal(ax, log: bool = False, lo: float = 0.0) -> None:
+    grid = np.geomspace(lo, 1.0, 50) if log else np.array([0.0, 1.0])
+    ax.plot(grid, grid, color="0.6", linewidth=0.8, linestyle=":", label="_nolegend_")
+
+
+def _roc_axes(ax, log: bool = False, alpha_min: float = 1e-6) -> None:
+    if log:
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlim(alpha_min, 1.0)
+        ax.set_ylim(alpha_min, 1.05)
+    else:
+        ax.set_xlim(0.0, 1.0)
+        ax.set_ylim(0.0, 1.0)
+        ax.set_aspect("equal")
+    ax.set_xlabel(r"$P_f$ (false-positive rate $\alpha$)")
+    ax.set_ylabel(r"$P_d$ (true-positive rate)")
+    ax.grid(True, alpha=0.3, which="both" if log else "major")
+
+
+# ---------------------------------------------------------------------------
+# ROC curves
+# ---------------------------------------------------------------------------
+
+
+def roc_figure(
+    mu, dim, path=None, *, delta: float | None = None, alpha_min: float = 1e-6
+) -> Figure:
+    """ROC curves of one Gaussian mechanism: NPO, GLRT ``R``, ``R'`` and ``R_s``.
+
+    Two panels: linear axes (the paper's ``fig:roc_curves``) and log–log axes, where
+    the small false-positive rates that determine small δ become visible. The
+    curves are (``λ = μ²``, ``Q`` the normal survival function, ``Ψ``/``Φ`` the
+    survival function/CDF of ``ncx2(d, ·)``)::
+
+        NPO  R_N(α) = Q(Q⁻¹(α) − μ)          R(α)  = Ψ_λ(Ψ_0⁻¹(α))
+        R'(α) = Φ_0(Φ_λ⁻¹(α))               R_s   = concave majorant of max(R, R')
+
+    computed by :mod:`glrt_jax.roc`.
+
+    Args:
+      mu: signal-to-noise ratio ``μ = Δ/σ ≥ 0`` (after composition with a shared
+        direction, ``μ = √(Σ Δ_i²/σ_i²)``), finite.
+      dim: query dimension ``d``, a positive integer.
+      path: optional file name; the figure is saved there (e.g. ``"roc.png"``).
+      delta: if given (in ``(0, 1)``), the legend shows ε at this δ for NPO and for
+        the GLRT adversary (the conjugate of ``R_s``).
+      alpha_min: smallest false-positive rate on the log-scale panel, in ``(0, 1)``.
+
+    Returns:
+      The :class:`matplotlib.figure.Figure` (Agg canvas, two axes).
+
+    Raises:
+      ValueError: for ``mu < 0`` or non-finite, ``dim`` not a positive integer,
+        ``delta`` or ``alpha_min`` outside ``(0, 1)``.
+
+    Example:
+      >>> import jax
+      >>> jax.config.update("jax_enable_x64", True)
+      >>> from glrt_jax import plotting
+      >>> fig = plotting.roc_figure(1.0, 1)
+      >>> len(fig.axes)
+      2
+    """
+    check_range("mu", mu, lo=0.0)
+    dim = _check_positive_int("dim", dim)
+    check_range("alpha_min", alpha_min, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
+    if delta is not None:
+        check_range("delta", delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
+    mu = _scalar(mu)
+    alpha = _alpha_grid(alpha_min)
+    c = _glrt_curves(alpha, mu, dim)
+    npo_label, rs_label = r"NPO $R_\mathcal{N}$", r"GLRT $R_s$ (symmetrised)"
+    if delta is not None:
+        eps_n = _epsilons(delta, mu)[0]
+        eps_g = _epsilons(delta, mu, dim)[0]
+        npo_label += f", {_eps_label(eps_n, delta)}"
+        rs_label += f", {_eps_label(eps_g, delta)}"
+    fig, axes = _new_figure(2)
+    for ax, log in zip(axes, (False, True), strict=True):
+        _diagonal(ax, log, alpha_min if log else 0.0)
+        ax.plot(alpha, c["npo"], color=NPO_COLOR, label=npo_label)
+        ax.plot(alpha, c["R"], color=R_COLOR, label=r"GLRT $R$")
+        ax.plot(alpha, c["R_prime"], color=RP_COLOR, label=r"GLRT $R'$ (swapped)")
+        ax.plot(alpha, c["R_s"], **RS_STYLE, label=rs_label)
+        _roc_axes(ax, log, alpha_min)
+    axes[0].legend(loc="lower right", fontsize="small")
+    axes[0].set_title(f"ROC, μ = Δ/σ = {mu:g}, d = {dim}")
+    axes[1].set_title("log–log axes")
+    return _finish(fig, path)
+
+
+def teaser_figure(mu: float = 0.3, dim: int = 1, delta: float = 1e-4, path=None) -> Figure:
+    """The paper's teaser (``fig:teaser``): NPO versus GLRT ROC at one setting.
+
+    Corrected setting: the paper's caption says ``Δ/σ = 0.5`` but its numbers
+    ``(0.95, 1e-4)`` (NPO) and ``(0.37, 1e-4)`` (GLRT, ``d = 1``) belong to
+    ``Δ/σ = 0.3`` (at 0.5 the NPO ε is 1.70). The GLRT curve is the symmetrised
+    ``R_s``, whose conjugate is the GLRT privacy profile.
+
+    Args:
+      mu: ``μ = Δ/σ ≥ 0``. dim: query dimension ``d ≥ 1``.
+      delta: δ in ``(0, 1)`` at which ε is shown in the legend.
+      path: optional file name to save the figure to.
+
+    Returns:
+      The Figure.
+
+    Raises:
+      ValueError: for out-of-range arguments (named).
+
+    Example:
+      >>> import jax
+      >>> jax.config.update("jax_enable_x64", True)
+      >>> from glrt_jax import plotting
+      >>> fig = plotting.teaser_figure()
+      >>> "0.95" in fig.axes[0].get_legend().get_texts()[0].get_text()
+      True
+    """
+    check_range("mu", mu, lo=0.0)
+    dim = _check_positive_int("dim", dim)
+    check_range("delta", delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
+    mu = _scalar(mu)
+    alpha = _alpha_grid(1e-6)
+    c = _glrt_curves(alpha, mu, dim)
+    eps_n = _epsilons(delta, mu)[0]
+    eps_g = _epsilons(delta, mu, dim)[0]
+    fig, (ax,) = _new_figure(1)
+    _diagonal(ax)
+    ax.plot(alpha, c["npo"], color=NPO_COLOR, label=f"NPO adversary, {_eps_label(eps_n, delta)}")
+    ax.plot(alpha, c["R_s"], color=R_COLOR, label=f"GLRT adversary, {_eps_label(eps_g, delta)}")
+    _roc_axes(ax)
+    ax.legend(loc="lower right", fontsize="small")
+    ax.set_title(f"Δ/σ = {mu:g}, d = {dim}")
+    return _finish(fig, path)
+
+
+def dimension_roc_figure(
+    mu: float = 1.0, dims: Sequence[int] = (1, 30), delta: float = 1e-4, path=None
+) -> Figure:
+    """Effect of the query dimension on the GLRT ROC curve (``fig:dof``).
+
+    Draws the symmetrised GLRT curve ``R_s`` for each ``d`` in ``dims`` (the paper:
+    ``Δ = σ² = 1``, ``d = 1`` gives ``(3.11, 1e-4)``, ``d = 30`` gives ``(0.46, 1e-4)``)
+    and the NPO curve, which does not depend on ``d``.
+
+    Args:
+      mu: ``μ = Δ/σ ≥ 0``. dims: query dimensions (positive integers).
+      delta: δ in ``(0, 1)`` for the ε values in the legend.
+      path: optional file name.
+
+    Returns:
+      The Figure.
+
+    Raises:
+      ValueError: for out-of-range arguments (named).
+
+    Example:
+      >>> import jax
+      >>> jax.config.update("jax_enable_x64", True)
+      >>> from glrt_jax import plotting
+      >>> fig = plotting.dimension_roc_figure(dims=(1, 30))
+      >>> len(fig.axes[0].get_legend().get_texts())
+      3
+    """
+    check_range("mu", mu, lo=0.0)
+    dims = _check_dims("dims", dims)
+    check_range("delta", delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
+    mu = _scalar(mu)
+    alpha = _alpha_grid(1e-6)
+    eps_g = _epsilons(delta, mu, np.asarray(dims, np.float64))
+    eps_n = _epsilons(delta, mu)[0]
+    fig, (ax,) = _new_figure(1)
+    _diagonal(ax)
+    ax.plot(
+        alpha,
+        np.asarray(roc.npo(alpha, mu)),
+        color=NPO_COLOR,
+        label=f"NPO (any d), {_eps_label(eps_n, delta)}",
+    )
+    colours = _sequential_colours(len(dims))
+    for d, e, col in zip(dims, eps_g, colours, strict=True):
+        r_s = np.asarray(roc.glrt_symmetrised(alpha, mu, d))
+        ax.plot(alpha, r_s, color=col, label=f"GLRT d = {d}, {_eps_label(e, delta)}")
+    _roc_axes(ax)
+    ax.legend(loc="lower right", fontsize="small")
+    ax.set_title(f"Query dimension, μ = Δ/σ = {mu:g}")
+    return _finish(fig, path)
+
+
+_PALETTE = ("tab:blue", "tab:purple", "tab:brown", "tab:cyan", "tab:olive", "tab:pink", "tab:gray")
+
+
+def _sequential_colours(n: int):
+    if n <= len(_PALETTE):
+        return list(_PALETTE[:n])
+    from matplotlib import colormaps
+
+    cmap = colormaps["viridis"]
+    return [cmap(0.85 * i / (n - 1)) for i in range(n)]
+
+
+def epsilon_dimension_figure(
+    mu: float = 1.0, dims: Sequence[int] = PAPER_DIMS, delta: float = 0.1, path=None
+) -> Figure:
+    """GLRT ε at fixed δ against the query dimension (``fig:dimension_epsilon``).
+
+    The paper: ``Δ = σ² = 1``, ``δ = 0.1``, ``d ∈ {1, 2, 5, …, 500}``. The NPO ε,
+    which does not depend on ``d``, is drawn as a horizontal line.
+
+    Args:
+      mu: ``μ = Δ/σ ≥ 0``. dims: query dimensions (positive integers).
+      delta: δ in ``(0, 1)``. path: optional file name.
+
+    Returns:
+      The Figure; ``fig.axes[0].lines[0].get_ydata()`` holds the GLRT ε values.
+
+    Raises:
+      ValueError: for out-of-range arguments (named).
+
+    Example:
+      >>> import jax
+      >>> jax.config.update("jax_enable_x64", True)
+      >>> from glrt_jax import plotting
+      >>> fig = plotting.epsilon_dimension_figure(dims=(1, 2, 5))
+      >>> eps = fig.axes[0].lines[0].get_ydata()
+      >>> bool(eps[0] > eps[1] > eps[2])
+      True
+    """
+    check_range("mu", mu, lo=0.0)
+    dims = _check_dims("dims", dims)
+    check_range("delta", delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
+    mu = _scalar(mu)
+    d = np.asarray(dims, np.float64)
+    eps_g = _epsilons(delta, mu, d)
+    eps_n = _epsilons(delta, mu)[0]
+    fig, (ax,) = _new_figure(1)
+    ax.plot(d, eps_g, "o-", color=R_COLOR, label="GLRT adversary")
+    ax.axhline(eps_n, color=NPO_COLOR, label=f"NPO adversary (any d): ε = {eps_n:.3g}")
+    ax.set_xscale("log")
+    ax.set_xlabel("query dimension d")
+    ax.set_ylabel(f"ε at δ = {delta:g}")
+    ax.set_ylim(bottom=0.0)
+    ax.grid(True, alpha=0.3, which="both")
+    ax.legend(fontsize="small")
+    ax.set_title(f"ε versus d, μ = Δ/σ = {mu:g}")
+    return _finish(fig, path)
+
+
+def clt_figure(
+    sensitivity: float = 1.0,
+    sigma: float = 10.0,
+    steps: int = 1000,
+    dim: int = 300,
+    path=None,
+) -> Figure:
+    """Convergence of ``R`` and ``R'`` to the μ-GDP curve of Theorem 3 (``fig:clt``).
+
+    ``N`` releases sharing a direction: ``λ = NΔ²/σ²``. Exact ``R`` and ``R'``
+    (:mod:`glrt_jax.roc` at ``μ = √λ``) against the μ-GDP limit
+    ``Q(Q⁻¹(α) − μ_GLRT)``, ``μ_GLRT = λ/√(2d)`` (:mod:`glrt_jax.asymptotics`), and
+    the NPO curve ``Q(Q⁻¹(α) − √λ)``. The paper: ``Δ = 1, σ² = 100, d = 300,
+    N = 1000``.
+
+    Args:
+      sensitivity: ``Δ ≥ 0``. sigma: ``σ > 0``. steps: ``N ≥ 1``. dim: ``d ≥ 1``.
+      path: optional file name.
+
+    Returns:
+      The Figure.
+
+    Raises:
+      ValueError: for out-of-range arguments (named).
+
+    Example:
+      >>> import jax
+      >>> jax.config.update("jax_enable_x64", True)
+      >>> from glrt_jax import plotting
+      >>> fig = plotting.clt_figure()
+      >>> len(fig.axes[0].get_legend().get_texts())
+      4
+    """
+    check_range("sensitivity", sensitivity, lo=0.0)
+    check_range("sigma", sigma, lo=0.0, lo_open=True)
+    steps = _check_positive_int("steps", steps)
+    dim = _check_positive_int("dim", dim)
+    lam = steps * (_scalar(sensitivity) / _scalar(sigma)) ** 2
+    mu = math.sqrt(lam)
+    alpha = _alpha_grid(1e-6)
+    c = _glrt_curves(alpha, mu, dim)
+    gdp = np.asarray(asymptotics.clt_roc(alpha, sensitivity, sigma, steps, dim, refined=False))
+    mu_glrt = lam / math.sqrt(2.0 * dim)
+    fig, (ax,) = _new_figure(1)
+    _diagonal(ax)
+    ax.plot(alpha, c["npo"], color=NPO_COLOR, alpha=0.7, label=f"NPO, μ = √λ = {mu:.3g}")
+    ax.plot(alpha, c["R"], color=R_COLOR, label=r"GLRT $R$ (exact)")
+    ax.plot(alpha, c["R_prime"], color=RP_COLOR, label=r"GLRT $R'$ (exact)")
+    ax.plot(alpha, gdp, **RS_STYLE, label=f"μ-GDP limit, μ = λ/√(2d) = {mu_glrt:.3g}")
+    _roc_axes(ax)
+    ax.legend(loc="lower right", fontsize="small")
+    ax.set_title(
+        f"CLT: Δ = {_scalar(sensitivity):g}, σ² = {_scalar(sigma) ** 2:g}, d = {dim}, N = {steps}"
+    )
+    return _finish(fig, path)
+
+
+# ---------------------------------------------------------------------------
+# Privacy profiles
+# ---------------------------------------------------------------------------
+
+
+def privacy_profile_figure(
+    mu: float = 1.0, dim: int = 1, path=None, *, eps_max: float = 6.0, delta_min: float = 1e-12
+) -> Figure:
+    """Privacy profiles δ(ε) of the NPO and GLRT adversaries (``fig:priv_profile``).
+
+    NPO: ``δ(ε) = Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2)``. GLRT: the conjugate of the
+    symmetrised ROC, ``max(δ_R(ε), δ_R'(ε))`` (:mod:`glrt_jax.profile`). The paper:
+    ``Δ = σ² = 1``, ``d = 1``.
+
+    Args:
+      mu: ``μ = Δ/σ > 0``. dim: query dimension ``d ≥ 1``.
+      path: optional file name.
+      eps_max: right end of the ε axis (``> 0``).
+      delta_min: lower end of the (logarithmic) δ axis, in ``(0, 1)``.
+
+    Returns:
+      The Figure; its first axes has the NPO line then the GLRT line.
+
+    Raises:
+      ValueError: for out-of-range arguments (named).
+
+    Example:
+      >>> import jax
+      >>> jax.config.update("jax_enable_x64", True)
+      >>> from glrt_jax import plotting
+      >>> fig = plotting.privacy_profile_figure()
+      >>> npo, glrt = (line.get_ydata() for line in fig.axes[0].lines[:2])
+      >>> bool((glrt <= npo).all())
+      True
+    """
+    check_range("mu", mu, lo=0.0, lo_open=True)
+    dim = _check_positive_int("dim", dim)
+    check_range("eps_max", eps_max, lo=0.0, lo_open=True)
+    check_range("delta_min", delta_min, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
+    mu = _scalar(mu)
+    eps = np.linspace(0.0, float(eps_max), _BATCH)
+    d_n = _deltas(eps, mu)
+    d_g = _deltas(eps, mu, dim)
+    fig, (ax,) = _new_figure(1)
+    ax.plot(eps, d_n, color=NPO_COLOR, label="NPO adversary")
+    ax.plot(eps, d_g, color=R_COLOR, label=f"GLRT adversary (d = {dim})")
+    ax.set_yscale("log")
+    ax.set_ylim(delta_min, 1.0)
+    ax.set_xlim(0.0, float(eps_max))
+    ax.set_xlabel("ε")
+    ax.set_ylabel("δ(ε)")
+    ax.grid(True, alpha=0.3, which="both")
+    ax.legend(fontsize="small")
+    ax.set_title(f"Privacy profiles, μ = Δ/σ = {mu:g}")
+    return _finish(fig, path)
+
+
+def subsampling_figure(
+    sensitivity: float = 1.0,
+    sigma: float = 6.0,
+    sampling_rate: float = 0.2,
+    steps: int = 100,
+    dim: int = 1,
+    path=None,
+    *,
+    delta: float = 1e-5,
+    eps_max: float = 3.0,
+    eps_tol: float = 1e-2,
+) -> Figure:
+    """Poisson-subsampled, composed privacy profiles of NPO and GLRT (``fig:subsampling``).
+
+    ``steps`` independent rounds of the Gaussian mechanism, each on a Poisson
+    subsample with rate ``q`` (add/remove neighbours), composed numerically with
+    :func:`glrt_jax.pld.compose`. Threat model: per-round GLRT (the adversary sees
+    ``‖y_i‖²`` of each round), not the shared direction of Theorem 2. The curves
+    are the certified upper bounds on δ(ε); the legend gives ε at ``delta``. The
+    paper: ``Δ = 1, σ² = 36, γ = 0.2, N = 100``.
+
+    Requires float64 (``jax.config.update("jax_enable_x64", True)``).
+
+    Args:
+      sensitivity: ``Δ > 0``. sigma: ``σ > 0``. sampling_rate: ``q ∈ (0, 1]``.
+      steps: ``N ≥ 1``. dim: ``d ≥ 1``. path: optional file name.
+      delta: δ in ``(0, 1)`` for the ε values in the legend.
+      eps_max: right end of the ε axis. eps_tol: accuracy of the composition
+        (see :func:`glrt_jax.pld.make_grid`).
+
+    Returns:
+      The Figure; the first two lines are NPO then GLRT.
+
+    Raises:
+      ValueError: for out-of-range arguments (named), or float64 disabled.
+
+    Example:
+      >>> import jax
+      >>> jax.config.update("jax_enable_x64", True)
+      >>> from glrt_jax import plotting
+      >>> fig = plotting.subsampling_figure(steps=10)
+      >>> len(fig.axes[0].lines) >= 2
+      True
+    """
+    check_range("sensitivity", sensitivity, lo=0.0, lo_open=True)
+    check_range("sigma", sigma, lo=0.0, lo_open=True)
+    check_range("sampling_rate", sampling_rate, lo=0.0, hi=1.0, lo_open=True)
+    steps = _check_positive_int("steps", steps)
+    dim = _check_positive_int("dim", dim)
+    check_range("delta", delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
+    check_range("eps_max", eps_max, lo=0.0, lo_open=True)
+    prof = _subsampled_profiles(
+        sensitivity, sigma, sampling_rate, steps, dim, delta=delta, eps_max=eps_max, eps_tol=eps_tol
+    )
+    return _draw_subsampling(
+        prof,
+        sensitivity=sensitivity,
+        sigma=sigma,
+        sampling_rate=sampling_rate,
+        steps=steps,
+        dim=dim,
+        delta=delta,
+        path=path,
+    )
+
+
+def _draw_subsampling(prof, *, sensitivity, sigma, sampling_rate, steps, dim, delta, path):
+    """Draw the output of :func:`_subsampled_profiles`."""
+    eps_max = float(prof["eps"][-1])
+    fig, (ax,) = _new_figure(1)
+    for adversary, colour, name in (("npo", NPO_COLOR, "NPO"), ("glrt", R_COLOR, "GLRT")):
+        label = f"{name} adversary" + (f" (d = {dim})" if adversary == "glrt" else "")
+        e_up = prof[adversary]["epsilon"]
+        ax.plot(
+            prof["eps"],
+            prof[adversary]["delta"],
+            color=colour,
+            label=f"{label}: ε({delta:g}) ≤ {e_up:.3f}",
+        )
+    ax.axhline(delta, color="0.5", linewidth=0.8, linestyle=":")
+    ax.set_yscale("log")
+    ax.set_ylim(max(1e-12, delta * 1e-4), 1.0)
+    ax.set_xlim(0.0, float(eps_max))
+    ax.set_xlabel("ε")
+    ax.set_ylabel("δ(ε) (upper bound)")
+    ax.grid(True, alpha=0.3, which="both")
+    ax.legend(fontsize="small")
+    ax.set_title(
+        f"Subsampling q = {_scalar(sampling_rate):g}, N = {steps}, "
+        f"Δ = {_scalar(sensitivity):g}, σ² = {_scalar(sigma) ** 2:g}"
+    )
+    return _finish(fig, path)
+
+
+def _subsampled_profiles(sensitivity, sigma, sampling_rate, steps, dim, *, delta, eps_max, eps_tol):
+    """Upper bounds on δ(ε) on a grid and on ε(δ), NPO and per-round GLRT (:mod:`glrt_jax.pld`)."""
+    eps = np.linspace(0.0, float(eps_max), _BATCH)
+    out = {"eps": eps}
+    for adversary in ("npo", "glrt"):
+        block = pld.GaussianBlock(
+            sigma=_scalar(sigma),
+            sensitivity=_scalar(sensitivity),
+            sampling_rate=_scalar(sampling_rate),
+            steps=steps,
+            adversary=adversary,
+            dim=dim,
+        )
+        dist = pld.compose(block, eps_tol=eps_tol)
+        out[adversary] = {
+            "delta": np.asarray(dist.delta(eps).upper),
+            "epsilon": float(np.asarray(dist.epsilon(delta).upper)),
+        }
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Empirical membership-inference games
+# ---------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class EmpiricalExperiment:
+    """Outcome of the paper's membership-inference experiment (see :func:`run_experiment`).
+
+    Attributes:
+      sensitivity, sigma, rounds, dim, games: the setting.
+      mu: ``√λ`` with ``λ = rounds Δ²/σ²``, the signal-to-noise of the composed game.
+      roc: empirical ROC of the GLRT adversary's test ``‖ȳ‖² > c²``
+        (:class:`glrt_jax.audit.RocEstimate`, pointwise Clopper–Pearson bands);
+        ``roc.swap()`` is the empirical ``R'``.
+      roc_npo: the same for the NPO adversary's statistic.
+      delta: the δ of the empirical lower bounds.
+      epsilon_lower, epsilon_lower_npo: empirical lower bounds on ε at ``delta``
+        for the GLRT and NPO adversaries, from simultaneous (Bonferroni)
+        Clopper–Pearson bands at the experiment's confidence level
+        (:func:`glrt_jax.audit.empirical_epsilon_lower_bound`). If the theory is
+        right they lie below the theoretical ε with that probability.
+    """
+
+    sensitivity: float
+    sigma: float
+    rounds: int
+    dim: int
+    games: int
+    mu: float
+    roc: audit.RocEstimate
+    roc_npo: audit.RocEstimate
+    delta: float
+    epsilon_lower: float
+    epsilon_lower_npo: float
+
+
+def _quantile_thresholds(stats0, stats1, count: int) -> np.ndarray:
+    pooled = np.concatenate([np.asarray(stats0), np.asarray(stats1)])
+    levels = (np.arange(count) + 0.5) / count
+    return np.quantile(pooled, levels)
+
+
+def run_experiment(
+    key: jax.Array,
+    *,
+    sensitivity: float,
+    sigma: float,
+    rounds: int,
+    dim: int = 1,
+    games: int = 1000,
+    thresholds: int = 100,
+    confidence: float = 0.95,
+    method: str = "direct",
+    delta: float = 1e-2,
+) -> EmpiricalExperiment:
+    """Play the paper's membership-inference game and estimate both adversaries' ROC.
+
+    A fair coin picks ``D`` or ``D'`` in each game; the mechanism releases ``rounds``
+    outputs ``y_i ~ N(b Δ u, σ² I_d)`` and the GLRT adversary thresholds
+    ``‖ȳ‖²`` (in units of ``σ²/N``, :func:`glrt_jax.audit.run_game`) at
+    ``thresholds`` cut-offs (quantiles of the pooled statistics). The paper uses
+    1000 games and 100 cut-offs.
+
+    Args:
+      key: a ``jax.random`` key.
+      sensitivity: ``Δ ≥ 0``. sigma: ``σ > 0``. rounds: ``N ≥ 1``. dim: ``d ≥ 1``.
+      games: number of games (``≥ 2``). thresholds: number of cut-offs (``≥ 2``).
+      confidence: level of the pointwise Clopper–Pearson bands, in ``(0, 1)``.
+      method: ``"direct"`` (draw every ``y_i``, as the paper) or ``"sufficient"``
+        (exact sampling of the statistics; see :func:`glrt_jax.audit.run_game`).
+      delta: δ in ``[0, 1)`` of the empirical lower bounds on ε.
+
+    Returns:
+      An :class:`EmpiricalExperiment`.
+
+    Raises:
+      ValueError: for out-of-range arguments (named), or all games on one side of
+        the coin (increase ``games``).
+
+    Example:
+      >>> import jax
+      >>> from glrt_jax import plotting
+      >>> exp = plotting.run_experiment(jax.random.key(0), sensitivity=1.0, sigma=6.0,
+      ...                               rounds=70, games=200, thresholds=20)
+      >>> exp.roc.fpr.shape
+      (20,)
+    """
+    check_range("sensitivity", sensitivity, lo=0.0)
+    check_range("sigma", sigma, lo=0.0, lo_open=True)
+    rounds = _check_positive_int("rounds", rounds)
+    dim = _check_positive_int("dim", dim)
+    games = _check_positive_int("games", games, lo=2)
+    thresholds = _check_positive_int("thresholds", thresholds, lo=2)
+    check_range("confidence", confidence, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
+    check_range("delta", delta, lo=0.0, hi=1.0, hi_open=True)
+    result = audit.run_game(
+        key,
+        sigma=_scalar(sigma),
+        sensitivity=_scalar(sensitivity),
+        rounds=rounds,
+        dim=dim,
+        games=games,
+        method=method,
+        balanced=True,
+    )
+    rocs, lower = [], []
+    for adversary in ("glrt", "npo"):
+        s0, s1 = result.split(adversary)
+        t = _quantile_thresholds(s0, s1, thresholds)
+        rocs.append(audit.empirical_roc(s0, s1, t, confidence=confidence))
+        simultaneous = audit.empirical_roc(s0, s1, t, confidence=confidence, simultaneous=True)
+        lower.append(float(audit.empirical_epsilon_lower_bound(simultaneous, delta)))
+    return EmpiricalExperiment(
+        sensitivity=_scalar(sensitivity),
+        sigma=_scalar(sigma),
+        rounds=rounds,
+        dim=dim,
+        games=games,
+        mu=math.sqrt(float(result.noncentrality)),
+        roc=rocs[0],
+        roc_npo=rocs[1],
+        delta=float(delta),
+        epsilon_lower=lower[0],
+        epsilon_lower_npo=lower[1],
+    )
+
+
+def _draw_empirical(ax, est, colour, label) -> None:
+    fpr, tpr = np.asarray(est.fpr), np.asarray(est.tpr)
+    xerr = np.stack([fpr - np.asarray(est.fpr_lower), np.asarray(est.fpr_upper) - fpr])
+    yerr = np.stack([tpr - np.asarray(est.tpr_lower), np.asarray(est.tpr_upper) - tpr])
+    order = np.argsort(fpr, kind="stable")
+    x = np.concatenate([[0.0], fpr[order], [1.0]])
+    y = np.concatenate([[0.0], tpr[order], [1.0]])
+    ax.plot(x, y, color=colour, marker=".", markersize=3, linewidth=1.0, label=label)
+    ax.errorbar(
+        fpr, tpr, xerr=xerr, yerr=yerr, fmt="none", ecolor=colour, alpha=0.25, linewidth=0.6
+    )
+
+
+_COMPARE = ("theory", "symmetrised", "dimension")
+
+
+def empirical_roc_figure(
+    experiment: EmpiricalExperiment,
+    compare: str = "theory",
+    path=None,
+    *,
+    delta: float = 1e-2,
+) -> Figure:
+    """Empirical ROC curves of a game against theory (the paper's three empirical figures).
+
+    The empirical ``R`` (purple) and ``R'`` (orange, the swapped test) with their
+    pointwise Clopper–Pearson bands, against
+
+    * ``compare="theory"`` — the theoretical ``R`` (blue) and ``R'`` (green),
+      ``fig:predicted_actual``;
+    * ``compare="symmetrised"`` — the symmetrised ``R_s`` (dashed black) and the NPO
+      curve (red), ``fig:actual_symmetric_gaussian``;
+    * ``compare="dimension"`` — ``R_s`` at the game's dimension (dashed black), at
+      ``d = 1`` (solid black) and the NPO curve (red), ``fig:high_dimensional``.
+
+    The NPO curve is drawn in every variant; the legend gives theoretical ε at
+    ``delta`` for the curves shown.
+
+    Args:
+      experiment: from :func:`run_experiment`.
+      compare: ``"theory"``, ``"symmetrised"`` or ``"dimension"``.
+      path: optional file name. delta: δ in ``(0, 1)`` for the legend.
+
+    Returns:
+      The Figure.
+
+    Raises:
+      ValueError: for an unknown ``compare`` or ``delta`` outside ``(0, 1)``.
+
+    Example:
+      >>> import jax
+      >>> jax.config.update("jax_enable_x64", True)
+      >>> from glrt_jax import plotting
+      >>> exp = plotting.run_experiment(jax.random.key(0), sensitivity=1.0, sigma=6.0,
+      ...                               rounds=70, games=200, thresholds=20)
+      >>> fig = plotting.empirical_roc_figure(exp, "symmetrised")
+      >>> len(fig.axes)
+      1
+    """
+    if compare not in _COMPARE:
+        raise ValueError(f"compare must be one of {_COMPARE}; got {compare!r}")
+    if not isinstance(experiment, EmpiricalExperiment):
+        raise ValueError(
+            f"experiment must be an EmpiricalExperiment from run_experiment; got "
+            f"{type(experiment).__name__}"
+        )
+    check_range("delta", delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
+    mu, dim = experiment.mu, experiment.dim
+    alpha = _alpha_grid(1e-6)
+    c = _glrt_curves(alpha, mu, dim)
+    eps_g, eps_g1 = _epsilons(delta, mu, np.array([float(dim), 1.0]))
+    eps_n = _epsilons(delta, mu)[0]
+    fig, (ax,) = _new_figure(1)
+    _diagonal(ax)
+    if compare == "theory":
+        ax.plot(alpha, c["R"], color=R_COLOR, label=r"theory $R$")
+        ax.plot(alpha, c["R_prime"], color=RP_COLOR, label=r"theory $R'$")
+    else:
+        ax.plot(
+            alpha,
+            c["R_s"],
+            **RS_STYLE,
+            label=rf"theory $R_s$, d = {dim}, {_eps_label(eps_g, delta)}",
+        )
+    if compare == "dimension":
+        r_s1 = np.asarray(roc.glrt_symmetrised(alpha, mu, 1))
+        ax.plot(
+            alpha, r_s1, color="black", label=rf"theory $R_s$, d = 1, {_eps_label(eps_g1, delta)}"
+        )
+    ax.plot(
+        alpha,
+        c["npo"],
+        color=NPO_COLOR,
+        alpha=1.0 if compare != "theory" else 0.5,
+        label=f"NPO, {_eps_label(eps_n, delta)}",
+    )
+    _draw_empirical(ax, experiment.roc, EMP_COLORS[0], r"empirical $R$")
+    _draw_empirical(ax, experiment.roc.swap(), EMP_COLORS[1], r"empirical $R'$")
+    _roc_axes(ax)
+    ax.legend(loc="lower right", fontsize="small")
+    ax.set_title(
+        f"Δ = {experiment.sensitivity:g}, σ² = {experiment.sigma**2:g}, N = {experiment.rounds}, "
+        f"d = {dim}\n{experiment.games} games, {int(experiment.roc.fpr.shape[0])} cut-offs"
+    )
+    return _finish(fig, path)
