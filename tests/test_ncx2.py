@@ -91,67 +91,88 @@ def _load_refs():
     return json.loads(REF.read_text())
 
 
-def _grouped(records, kind):
-    out = {}
+def _grouped_batch(records, kind, key):
+    """Pack the records of one kind into (groups, width) arrays, one row per (df, nc).
+
+    Rows are padded with copies of their first entry; ``mask`` marks the real ones.
+    Each row is evaluated by its own iteration of ``lax.map`` (see ``_per_row``), so
+    that one (df, nc) pair does not set the loop lengths of another, and the whole
+    grid costs one compilation per function.
+    """
+    groups = {}
     for r in records:
         if r["kind"] == kind:
-            out.setdefault((r["df"], r["nc"]), []).append(r)
-    return out
+            groups.setdefault((r["df"], r["nc"]), []).append(r)
+    width = max(len(g) for g in groups.values())
+    rows, arg, df, nc, mask = [], [], [], [], []
+    for (d, n), g in groups.items():
+        pad = width - len(g)
+        rows.extend(g)
+        arg.append([r[key] for r in g] + [g[0][key]] * pad)
+        df.append([d] * width)
+        nc.append([n] * width)
+        mask.append([True] * len(g) + [False] * pad)
+    mask = np.asarray(mask)
+    return rows, jnp.asarray(arg), jnp.asarray(df), jnp.asarray(nc), mask
+
+
+def _per_row(fn, arg, df, nc):
+    out = jax.jit(lambda a, d, n: jax.lax.map(lambda t: fn(*t), (a, d, n)))(arg, df, nc)
+    return np.asarray(out)
 
 
 def test_grid_values():
     refs = _load_refs()
-    groups = _grouped(refs, "point")
-    assert len(groups) == 56  # 8 df x 7 nc
+    rows, x, df, nc, mask = _grouped_batch(refs, "point", "x")
+    assert x.shape[0] == 56  # 8 df x 7 nc
     worst = {}
-    for (df, nc), rows in groups.items():
-        x = jnp.asarray([r["x"] for r in rows])
-        got = {
-            "logsf": np.asarray(ncx2.logsf(x, df, nc)),
-            "logcdf": np.asarray(ncx2.logcdf(x, df, nc)),
-            "logpdf": np.asarray(ncx2.logpdf(x, df, nc)),
-            "sf": np.asarray(ncx2.sf(x, df, nc)),
-            "cdf": np.asarray(ncx2.cdf(x, df, nc)),
-            "pdf": np.asarray(ncx2.pdf(x, df, nc)),
-        }
-        for i, r in enumerate(rows):
-            for name in ("logsf", "logcdf", "logpdf"):
-                ref = float(mp.mpf(r[name]))
-                err = abs(got[name][i] - ref) / max(1.0, abs(ref))
-                assert np.isfinite(got[name][i]), (df, nc, r["x"], name)
-                assert err <= 1e-13, (df, nc, r["x"], name, got[name][i], ref)
-                worst[name] = max(worst.get(name, 0.0), err)
-            for name in ("sf", "cdf", "pdf"):
-                ref = mp.mpf(r[name])
+    names = ("logsf", "logcdf", "logpdf", "sf", "cdf", "pdf")
+    for name in names:
+        got = _per_row(getattr(ncx2, name), x, df, nc)[mask]
+        assert got.shape == (len(rows),)
+        for g, r in zip(got, rows, strict=True):
+            where = (name, r["df"], r["nc"], r["x"], r["tail"], g, r[name])
+            ref = mp.mpf(r[name])
+            if name.startswith("log"):
+                # Relative error of the log (absolute where |log| < 1), also far
+                # below the double range (true values down to ~1e-2200).
+                assert np.isfinite(g), where
+                err = abs(g - float(ref)) / max(1.0, abs(float(ref)))
+                assert err <= 1e-13, where
+            else:
                 if ref < mp.mpf("1e-300"):
                     continue
-                err = _rel(got[name][i], float(ref))
-                assert err <= 1e-12, (df, nc, r["x"], name, got[name][i], ref)
-                assert 0 < got[name][i] < 1 or name == "pdf"
-                worst[name] = max(worst.get(name, 0.0), err)
+                err = _rel(g, float(ref))
+                assert err <= 1e-12, where
+                # No silent 0 or 1: exactly 1 only where the true value rounds to 1.
+                assert g > 0, where
+                if name != "pdf":
+                    assert g < 1 or float(ref) == 1.0, where
+            worst[name] = max(worst.get(name, 0.0), err)
     print("worst relative errors on the grid:", worst)
 
 
-@pytest.mark.parametrize("kind,fn", [("isf", ncx2.isf), ("ppf", ncx2.ppf)])
-def test_grid_quantiles(kind, fn):
+@pytest.mark.parametrize(
+    "kind,fn,key",
+    [
+        ("isf", ncx2.isf, "p"),
+        ("ppf", ncx2.ppf, "p"),
+        ("logisf", ncx2.logisf, "logp"),
+        ("logppf", ncx2.logppf, "logp"),
+    ],
+)
+def test_grid_quantiles(kind, fn, key):
+    # isf/ppf: p from 0.5 down to 1e-300 on both tails; logisf/logppf: log p down to -10000.
     refs = _load_refs()
-    for (df, nc), rows in _grouped(refs, kind).items():
-        p = jnp.asarray([r["p"] for r in rows])
-        got = np.asarray(fn(p, df, nc))
-        for i, r in enumerate(rows):
-            ref = float(mp.mpf(r["x"]))
-            assert _rel(got[i], ref) <= 1e-12, (kind, df, nc, r["p"], got[i], ref)
-
-
-@pytest.mark.parametrize("kind,fn", [("logisf", ncx2.logisf), ("logppf", ncx2.logppf)])
-def test_grid_log_quantiles(kind, fn):
-    refs = _load_refs()
-    for (df, nc), rows in _grouped(refs, kind).items():
-        lp = jnp.asarray([r["logp"] for r in rows])
-        got = np.asarray(fn(lp, df, nc))
-        for i, r in enumerate(rows):
-            ref = float(mp.mpf(r["x"]))
-            assert _rel(got[i], ref) <= 1e-12, (kind, df, nc, r["logp"], got[i], ref)
+    rows, p, df, nc, mask = _grouped_batch(refs, kind, key)
+    got = _per_row(fn, p, df, nc)[mask]
+    worst = 0.0
+    for g, r in zip(got, rows, strict=True):
+        ref = float(mp.mpf(r["x"]))
+        err = _rel(g, ref)
+        assert err <= 1e-12, (kind, r["df"], r["nc"], r[key], g, ref)
+        worst = max(worst, err)
+    print(f"worst relative error of {kind} on the grid: {worst:.2e}")
 
 
 # ---------------------------------------------------------------------------

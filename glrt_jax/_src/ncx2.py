@@ -25,6 +25,13 @@ How it is evaluated:
   (``stirlerr`` and ``bd0``), which keep full relative accuracy for large
   arguments.
 
+* For ``df = 1`` the distribution is that of ``(Z + √nc)²`` and everything is in
+  closed form: ``sf = Q(b − a) + Q(b + a)``, ``cdf = Q(a − b) − Q(a + b)``,
+  ``pdf = [φ(b − a) + φ(b + a)]/(2b)`` with ``a = √nc``, ``b = √x``, evaluated in
+  log space (``b − a = (x − nc)/(b + a)``; ``log Q`` from ``erfc`` up to z = 20 and
+  from its asymptotic series beyond). The cdf difference is used only where it
+  loses at most a few digits; very small ``x`` falls back to the mixture.
+
 The sums run in ``lax.while_loop`` over cache-sized chunks of the flattened
 input, so a batch of millions of points streams through the loop without
 round-trips to main memory.
@@ -46,12 +53,12 @@ _LN2 = math.log(2.0)
 
 # Window of the Poisson index j around the summand's peak c: from
 # c - _WIN_SD * sqrt(c) - _WIN_PAD to where the terms have converged.
-_WIN_SD = 10.0
-_WIN_PAD = 10.0
+_WIN_SD = 8.0
+_WIN_PAD = 5.0
 # Rebalancing of scaled accumulators: powers of two keep it exact.
 _BIG_EXP = 400
 _MAX_TERMS = 2_000_000
-_CHUNK = 2048
+_CHUNK = 512
 # Terms per while-loop iteration: the convergence test and the rescaling run once
 # per block; terms past the converged point only add negligible mass.
 _BLOCK = 8
@@ -393,6 +400,76 @@ def _log_pdf_sum(x, a, m):
 
 
 # ---------------------------------------------------------------------------
+# df = 1 in closed form: X = (Z + √nc)², so with a = √nc, b = √x
+#   sf = Q(b − a) + Q(b + a),   cdf = Q(a − b) − Q(a + b),
+#   pdf = [φ(b − a) + φ(b + a)] / (2b),
+# Q the standard normal survival function, all in log space.
+# ---------------------------------------------------------------------------
+
+# Above this z, log Q(z) comes from the asymptotic series (the erfc of XLA
+# loses about z² ulp there and underflows past z ≈ 37).
+_Z_ASYM = 20.0
+_ASYM_TERMS = 14
+
+
+def _log_q_normal(z):
+    """Return (log Q(z), L(z)) with L(z) = log Q(z) + z²/2 for z ≥ 0.
+
+    For z < 0 the second value is unused (returned as log Q(z) + z²/2 too).
+    """
+    big = z > _Z_ASYM
+    zs = jnp.where(big, z, _Z_ASYM + 1.0)
+    inv2 = 1.0 / (zs * zs)
+    # Q(z) = φ(z)/z · Σ_n (−1)^n (2n − 1)!! z^{−2n}, summed by Horner.
+    s = jnp.ones_like(z)
+    for n in range(_ASYM_TERMS, 0, -1):
+        s = 1.0 - (2 * n - 1) * inv2 * s
+    l_asym = -jnp.log(zs) - _HALF_LOG_2PI + jnp.log(s)
+    zm = jnp.where(big, 0.0, z)
+    lq_direct = jnp.log(0.5 * jax.scipy.special.erfc(zm * (1.0 / math.sqrt(2.0))))
+    half_z2 = 0.5 * z * z
+    lq = jnp.where(big, l_asym - half_z2, lq_direct)
+    ell = jnp.where(big, l_asym, lq_direct + half_z2)
+    return lq, ell
+
+
+def _d1_sqrt_terms(x, nc):
+    """a = √nc, b = √x and b − a computed without cancellation."""
+    a = jnp.sqrt(nc)
+    b = jnp.sqrt(x)
+    s = a + b
+    bma = (x - nc) / jnp.where(s > 0, s, 1.0)
+    return a, b, bma
+
+
+def _d1_logsf(x, nc):
+    a, b, bma = _d1_sqrt_terms(x, nc)
+    lq1, _ = _log_q_normal(bma)
+    lq2, _ = _log_q_normal(b + a)
+    return lq1 + jnp.log1p(jnp.exp(lq2 - lq1))
+
+
+def _d1_logcdf(x, nc):
+    """(log cdf, usable): cdf = Q(a − b)(1 − e^{diff}) loses accuracy as diff → 0."""
+    a, b, bma = _d1_sqrt_terms(x, nc)
+    u1 = -bma
+    lq1, ell1 = _log_q_normal(u1)
+    lq2, ell2 = _log_q_normal(a + b)
+    # For u1 ≥ 0 use (u2² − u1²)/2 = 2ab exactly, so diff keeps its relative accuracy.
+    diff = jnp.where(u1 >= 0, -2.0 * a * b + ell2 - ell1, lq2 - lq1)
+    diff = jnp.minimum(diff, 0.0)
+    # L(z) carries an absolute error of ~z² ulp below _Z_ASYM: demand a margin.
+    tau = jnp.minimum(_LN2, 0.01 * jnp.maximum(1.0, jnp.minimum(u1, _Z_ASYM + 1.0) ** 2 / 25.0))
+    usable = diff <= -tau
+    return lq1 + _log1mexp(jnp.minimum(diff, -tau)), usable
+
+
+def _d1_logpdf(x, nc):
+    a, b, bma = _d1_sqrt_terms(x, nc)
+    return -0.5 * bma * bma - _HALF_LOG_2PI - jnp.log(2.0 * b) + jnp.log1p(jnp.exp(-2.0 * a * b))
+
+
+# ---------------------------------------------------------------------------
 # Elementwise kernels with domain handling
 # ---------------------------------------------------------------------------
 
@@ -411,23 +488,78 @@ def _safe_inputs(x, df, nc):
     return bad, interior, xs, dfs, ncs
 
 
+def _with_fallback(fast, use_fast, slow, x, a, m):
+    """``fast`` where ``use_fast``, else ``slow(x, a, m)`` (tuples of arrays).
+
+    The slow path runs only when some element of the (chunk-sized) batch needs
+    it, and then on benign dummy inputs for the others, so it costs nothing
+    for batches served entirely by a closed form.
+    """
+    need = ~use_fast
+
+    def run():
+        xb = jnp.where(need, x, 1.0)
+        ab = jnp.where(need, a, 1.0)
+        mb = jnp.where(need, m, 0.0)
+        out = slow(xb, ab, mb)
+        return tuple(jnp.where(need, s, f) for s, f in zip(out, fast, strict=True))
+
+    return lax.cond(jnp.any(need), run, lambda: tuple(fast))
+
+
+def _eval_logsf(xs, dfs, ncs, with_pdf=False):
+    """(log sf, log pdf or NaN) at interior points: closed form for df = 1."""
+    nan = jnp.full_like(xs, jnp.nan)
+    fast = (_d1_logsf(xs, ncs), _d1_logpdf(xs, ncs) if with_pdf else nan)
+    return _with_fallback(
+        fast,
+        dfs == 1.0,
+        lambda x, a, m: _log_sf_sum(x, a, m, with_pdf),
+        xs,
+        0.5 * dfs,
+        0.5 * ncs,
+    )
+
+
+def _eval_logcdf(xs, dfs, ncs, with_pdf=False):
+    """(log cdf, log pdf or NaN) at interior points: closed form for df = 1."""
+    nan = jnp.full_like(xs, jnp.nan)
+    lcdf, usable = _d1_logcdf(xs, ncs)
+    fast = (lcdf, _d1_logpdf(xs, ncs) if with_pdf else nan)
+    return _with_fallback(
+        fast,
+        (dfs == 1.0) & usable,
+        lambda x, a, m: _log_cdf_sum(x, a, m, with_pdf),
+        xs,
+        0.5 * dfs,
+        0.5 * ncs,
+    )
+
+
 def _kernel_logsf(x, df, nc):
     bad, interior, xs, dfs, ncs = _safe_inputs(x, df, nc)
-    lsf, _ = _log_sf_sum(xs, 0.5 * dfs, 0.5 * ncs)
+    lsf, _ = _eval_logsf(xs, dfs, ncs)
     out = jnp.where(x <= 0, 0.0, jnp.where(jnp.isposinf(x), -jnp.inf, lsf))
     return (jnp.where(bad, jnp.nan, out),)
 
 
 def _kernel_logcdf(x, df, nc):
     bad, interior, xs, dfs, ncs = _safe_inputs(x, df, nc)
-    lcdf, _ = _log_cdf_sum(xs, 0.5 * dfs, 0.5 * ncs)
+    lcdf, _ = _eval_logcdf(xs, dfs, ncs)
     out = jnp.where(x <= 0, -jnp.inf, jnp.where(jnp.isposinf(x), 0.0, lcdf))
     return (jnp.where(bad, jnp.nan, out),)
 
 
 def _kernel_logpdf(x, df, nc):
     bad, interior, xs, dfs, ncs = _safe_inputs(x, df, nc)
-    lpdf = _log_pdf_sum(xs, 0.5 * dfs, 0.5 * ncs)
+    (lpdf,) = _with_fallback(
+        (_d1_logpdf(xs, ncs),),
+        dfs == 1.0,
+        lambda x, a, m: (_log_pdf_sum(x, a, m),),
+        xs,
+        0.5 * dfs,
+        0.5 * ncs,
+    )
     # At x = 0 the density is +inf (df < 2), e^{-λ/2}/2 (df = 2) or 0 (df > 2).
     at0 = jnp.where(dfs < 2, jnp.inf, jnp.where(dfs == 2, -_LN2 - 0.5 * ncs, -jnp.inf))
     out = jnp.where(x < 0, -jnp.inf, jnp.where(x == 0, at0, lpdf))
@@ -458,6 +590,10 @@ def _logpdf_impl(x, df, nc):
 # ---------------------------------------------------------------------------
 
 _NEWTON_ITERS = 60
+# A Newton step below this (relative to max(1, |log x|)) ends the iteration.
+_NEWTON_STOP = 1e-9
+# Residual of the log tail at which the iteration stops, in ulps of max(1, |log p|).
+_RESID_ULPS = 4.0
 
 
 def _z_from_logq(logq):
@@ -501,17 +637,17 @@ def _solve_tail(logq, upper, k, lam):
     """
     dtype = logq.dtype
     eps = _eps(dtype)
-    a, m = 0.5 * k, 0.5 * lam
     x0 = _initial_guess(logq, upper, k, lam)
-    u0 = jnp.log(x0)
     finfo = jnp.finfo(dtype)
     lo0 = jnp.full_like(logq, math.log(float(finfo.tiny)))
     hi0 = jnp.full_like(logq, math.log(float(finfo.max)) - 1.0)
+    # The lower-tail asymptote can underflow to 0: start inside the bracket.
+    u0 = jnp.clip(jnp.log(x0), lo0, hi0)
 
     def evaluate(u):
         x = jnp.exp(u)
-        lsf, lpdf_sf = _log_sf_sum(x, a, m, True)
-        lcdf, lpdf_cdf = _log_cdf_sum(x, a, m, True)
+        lsf, lpdf_sf = _eval_logsf(x, k, lam, True)
+        lcdf, lpdf_cdf = _eval_logcdf(x, k, lam, True)
         lval = jnp.where(upper, lsf, lcdf)
         lpdf = jnp.where(upper, lpdf_sf, lpdf_cdf)
         return lval, lpdf
@@ -521,10 +657,10 @@ def _solve_tail(logq, upper, k, lam):
         x = jnp.exp(u)
         return lax.cond(
             jnp.all(upper),
-            lambda: _log_sf_sum(x, a, m, True),
+            lambda: _eval_logsf(x, k, lam, True),
             lambda: lax.cond(
                 jnp.all(~upper),
-                lambda: _log_cdf_sum(x, a, m, True),
+                lambda: _eval_logcdf(x, k, lam, True),
                 lambda: evaluate(u),
             ),
         )
@@ -557,8 +693,14 @@ def _solve_tail(logq, upper, k, lam):
             jnp.where(too_high_u, u - 2.0, u + 2.0),
         )
         u_next = jnp.where(inside, u_newton, u_bis)
-        conv = jnp.abs(u_next - u) <= 64.0 * eps
-        conv = conv | (f == 0)
+        step = jnp.abs(u_next - u)
+        scale = jnp.maximum(1.0, jnp.abs(u))
+        # Stop (1) when the residual is at the rounding level of the tail
+        # function: keep u; (2) after a small Newton step, whose error is of
+        # the order of its square: take the step. No confirming extra evaluation.
+        at_noise = jnp.abs(f) <= _RESID_ULPS * eps * jnp.maximum(1.0, jnp.abs(logq))
+        conv = at_noise | (inside & (step <= _NEWTON_STOP * scale)) | (step <= 64.0 * eps * scale)
+        u_next = jnp.where(at_noise, u, u_next)
         u_out = jnp.where(done, u, u_next)
         return i + 1, u_out, lo, hi, done | conv
 
