@@ -2,6 +2,7 @@
 
 Compile time dominates: every GLRT call below has between 257 and 512 points, so all of
 them share one compiled executable of the GLRT core (inputs are padded to a power of two).
+Property tests (hypothesis) live in tests/test_properties.py.
 """
 
 from __future__ import annotations
@@ -15,8 +16,6 @@ import jax.numpy as jnp
 import mpmath as mp
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 from jax.test_util import check_grads
 
 from glrt_jax import roc
@@ -195,47 +194,6 @@ def test_symmetrised_segment_is_total_variation_d1():
             mm.append(mu)
     got = np.asarray(roc.glrt_symmetrised(np.array(alphas), np.array(mm), 1))
     assert _rel_err(got, wants).max() <= 1e-12
-
-
-# ---------------------------------------------------------------------------
-# Properties (hypothesis)
-# ---------------------------------------------------------------------------
-
-mus = st.floats(0.0, 6.0)
-dims = st.sampled_from([1, 2, 3, 10, 50])
-seeds = st.integers(0, 2**32 - 1)
-
-
-@settings(max_examples=12, deadline=None)
-@given(mu=mus, d=dims, seed=seeds)
-def test_roc_within_unit_square_and_increasing(mu, d, seed):
-    a = np.sort(np.random.default_rng(seed).uniform(0, 1, N_PTS))
-    a[0], a[-1] = 0.0, 1.0
-    for f in (roc.glrt, roc.glrt_swapped, roc.glrt_symmetrised):
-        r = np.asarray(f(a, mu, d))
-        assert np.all(r >= a) and np.all(r <= 1), f.__name__
-        assert np.all(np.diff(r) >= -1e-15 * r[1:]), f.__name__
-    r = np.asarray(roc.npo(a, mu))
-    assert np.all(r >= a) and np.all(r <= 1) and np.all(np.diff(r) >= 0)
-
-
-@settings(max_examples=12, deadline=None)
-@given(mu=mus, d=dims, seed=seeds)
-def test_glrt_never_beats_npo(mu, d, seed):
-    a = np.random.default_rng(seed).uniform(0, 1, N_PTS)
-    npo = np.asarray(roc.npo(a, mu))
-    for f in (roc.glrt, roc.glrt_swapped, roc.glrt_symmetrised):
-        assert np.all(np.asarray(f(a, mu, d)) <= npo * (1 + 1e-13)), f.__name__
-
-
-@settings(max_examples=12, deadline=None)
-@given(mu=mus, d=dims, seed=seeds)
-def test_swapped_is_reflection_of_glrt(mu, d, seed):
-    # R'(α) = 1 − R⁻¹(1 − α)  <=>  1 − R(1 − R'(α)) = α, written with trade-offs.
-    a = np.random.default_rng(seed).uniform(0.01, 0.99, N_PTS)
-    b = roc.glrt_swapped_tradeoff(a, mu, d)
-    back = np.asarray(roc.glrt_tradeoff(b, mu, d))
-    assert np.max(np.abs(back - a)) <= 1e-9
 
 
 # ---------------------------------------------------------------------------

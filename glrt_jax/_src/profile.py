@@ -11,13 +11,24 @@ log-likelihood ratio of T (increasing in t, ℓ(0) = −λ/2).
   This is the Legendre–Fenchel conjugate sup_x [R_s(x) − e^ε x] of the symmetrised ROC.
 
 Exact derivatives: δ is the value of an optimisation over the threshold, so by the envelope
-theorem ∂δ/∂c = 0 at the tangent point; evaluating the expression at ``stop_gradient(c)``
-therefore gives exact first derivatives (dδ/dε = −e^ε Ψ_0(c), dδ/dλ = pdf(c; d + 2, λ)).
-ε(δ) is found by Newton on log δ and differentiated by the implicit function theorem
-(custom JVP): dε/dδ = 1/(∂δ/∂ε), dε/dμ = −(∂δ/∂μ)/(∂δ/∂ε). No derivative ever flows through
-an iteration.
+theorem ∂δ/∂c = 0 at the tangent point, and the partials are closed forms at the solved
+thresholds (dδ_R/dε = −e^ε Ψ_0(c), dδ_R/dλ = f(c; d + 2, λ); see ``_glrt_parts_flat``),
+attached by a custom JVP. ε(δ) is found by Newton on log δ, started from an upper bound
+(the NPO ε without its second term), and differentiated by the implicit function theorem
+(custom JVP): dε/dδ = 1/(∂δ/∂ε), dε/dμ = −(∂δ/∂μ)/(∂δ/∂ε). No derivative ever flows
+through an iteration. Derivatives are exact to first order (second derivatives are not).
 
-Everything is computed in log space so δ down to 1e-300 (and log δ beyond) is accurate.
+Precision: everything is computed in log space so δ down to 1e-300 (and log δ beyond) is
+accurate. When δ_R ≪ Ψ_λ(c) the difference Ψ_λ(c) − e^ε Ψ_0(c) cancels (relative error
+≈ 1e-16 |log Ψ| Ψ/δ); there δ_R is formed as Ψ_0(c) [(Ψ_λ − Ψ_0)/Ψ_0 − (e^ε − 1)] with the
+gap Ψ_λ − Ψ_0 = Σ_i g(d/2 + i, c/2) P(J > i), J ~ Poisson(λ/2), a sum of positive terms
+(``_log_tail_gap``); likewise for δ_R'. On the mpmath grid δ(ε) is within 2e-11 relative.
+
+Jit and shapes: the public functions pad their inputs to a power-of-two length (at least
+16; a single point is not padded), so every shape of a size class shares one
+compilation. Under ``jit`` the validation is skipped (traced values cannot be checked):
+out-of-domain traced inputs are not detected and their results are meaningless (e.g.
+μ < 0 is treated as |μ|).
 """
 
 from __future__ import annotations
@@ -26,14 +37,17 @@ import math
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
-from jax.scipy.special import log_ndtr
+from jax.scipy.special import log_ndtr, logsumexp, ndtri
 
 from glrt_jax._src import ncx2
-from glrt_jax._src.ncx2 import _log1mexp, _promote
+from glrt_jax._src.ncx2 import _log1mexp, _log_poisson, _promote
 from glrt_jax._src.validation import check_range
 
 _NEWTON = 80
+# Largest Newton step on log c in the threshold solver.
+_MAX_LOG_STEP = 2.0
 
 
 # ---------------------------------------------------------------------------
@@ -75,22 +89,31 @@ def _npo_log_delta(eps, mu):
 
 
 def _llr(t, lam, d):
-    """ℓ(t) and dℓ/dt for the statistic T (t > 0)."""
-    lpdf = ncx2.logpdf(t, d, lam)
-    l0 = ncx2.logpdf(t, d, 0.0)
-    ratio = jnp.exp(ncx2.logpdf(t, d + 2.0, lam) - lpdf)
-    return lpdf - l0, 0.5 * lam / t * ratio
+    """ℓ(t) and dℓ/dt for the statistic T (t > 0); one stacked ncx2.logpdf call (flat t)."""
+    n = t.shape[0]
+    lp = ncx2.logpdf(
+        jnp.concatenate([t, t, t]),
+        jnp.concatenate([d, d, d + 2.0]),
+        jnp.concatenate([lam, jnp.zeros_like(lam), lam]),
+    )
+    lpdf, l0, l2 = lp[:n], lp[n : 2 * n], lp[2 * n :]
+    return lpdf - l0, 0.5 * lam / t * jnp.exp(l2 - lpdf)
 
 
 def _threshold(target, lam, d):
     """c > 0 with ℓ(c) = target (target > −λ/2), by safeguarded Newton on u = log c.
 
-    ℓ(t) ≤ −λ/2 + λ t / (2d) gives the lower bound c ≥ 2d (target + λ/2) / λ, where we
-    start; ℓ is increasing and convex in u, so Newton from there converges from above
-    after at most one step, and the bracket keeps every iterate safe.
+    With r = target + λ/2, the bounds log ₀F₁(; b; z) ≤ min(z/b, 2√z) give
+    ℓ(t) ≤ −λ/2 + min(λt/(2d), √(λt)), hence c ≥ max(2dr/λ, r²/λ): we start there.
+    ℓ is increasing and convex in u, so after the first step (which overshoots to the
+    right of the root) Newton decreases monotonically to it; steps are capped at
+    ``_MAX_LOG_STEP`` in u, and a bracket with bisection keeps every iterate safe. (An
+    uncapped first step from a poor start can land at t ~ 1e18, where dℓ/dt formed
+    from log-densities of size ~t is meaningless and Newton stalls.)
     """
     lam_s = jnp.where(lam > 0, lam, 1.0)
-    c_lo = 2.0 * d * (target + 0.5 * lam_s) / lam_s
+    r = target + 0.5 * lam_s
+    c_lo = jnp.maximum(2.0 * d * r / lam_s, r * r / lam_s)
     u0 = jnp.log(jnp.maximum(c_lo, jnp.finfo(c_lo.dtype).tiny))
     eps = float(jnp.finfo(c_lo.dtype).eps)
 
@@ -105,7 +128,7 @@ def _threshold(target, lam, d):
         f = ell - target
         hi = jnp.where(f > 0, jnp.minimum(hi, u), hi)
         lo = jnp.where(f <= 0, jnp.maximum(lo, u), lo)
-        un = u - f / (dell * t)
+        un = u - jnp.clip(f / (dell * t), -_MAX_LOG_STEP, _MAX_LOG_STEP)
         ok = (un >= lo) & (un <= hi) & jnp.isfinite(un)
         ub = jnp.where(jnp.isfinite(hi), 0.5 * (lo + hi), u + 1.0)
         un = jnp.where(ok, un, ub)
@@ -117,26 +140,119 @@ def _threshold(target, lam, d):
     return jnp.exp(u)
 
 
-def _glrt_log_deltas(eps, lam, d):
-    """(log δ_R, log δ_R') at ε, with thresholds held fixed for differentiation."""
-    c = lax.stop_gradient(_threshold(lax.stop_gradient(eps), lax.stop_gradient(lam), d))
-    log_r = ncx2.logsf(c, d, lam)
-    log_r = log_r + _log1mexp(jnp.minimum(eps + ncx2.logsf(c, d, 0.0) - log_r, 0.0))
-    # R': only for ε < λ/2 (ℓ(0) = −λ/2).
-    has_swap = eps < 0.5 * lam
+# Terms of the tail-gap series and Poisson weights kept for its tail sums P(J > i).
+_GAP_TERMS = 48
+_GAP_WEIGHTS = 96
+_GAP_LGAMMA = np.asarray([math.lgamma(j + 1.0) for j in range(1, _GAP_WEIGHTS + 1)])
+# The series is used where its last term is below e^-40 of the sum and λ/2 ≤ 16.
+_GAP_LOG_TOL = -40.0
+_GAP_MAX_M = 16.0
+# ... and only where δ_R < _GAP_CANCEL Ψ_λ(c) (cancellation of at least a factor 4).
+_GAP_CANCEL = 0.25
+
+
+def _log_tail_gap(t, d, lam):
+    """log(Ψ_λ(t) − Ψ_0(t)) as a sum of positive terms, and where it is valid.
+
+    With a = d/2, y = t/2, J ~ Poisson(λ/2) and g(b, y) = y^b e^{−y}/Γ(b + 1), the
+    recurrence Q(b + 1, y) = Q(b, y) + g(b, y) of the regularised upper gamma gives
+
+        Ψ_λ(t) − Ψ_0(t) = Σ_j P(J = j) [Q(a + j, y) − Q(a, y)] = Σ_{i≥0} g(a + i, y) P(J > i),
+
+    which has no cancellation (it is also Φ_0(t) − Φ_λ(t)). _GAP_TERMS terms are
+    summed in log space; ``ok`` is False where the series has not converged.
+    """
+    dtype = t.dtype
+    a, y, m = 0.5 * d, 0.5 * t, 0.5 * lam
+    j = jnp.arange(1, _GAP_WEIGHTS + 1, dtype=dtype)
+    log_w = -m[..., None] + j * jnp.log(m)[..., None] - jnp.asarray(_GAP_LGAMMA, dtype)
+    log_tail = lax.cumlogsumexp(log_w, axis=log_w.ndim - 1, reverse=True)[..., :_GAP_TERMS]
+    k = jnp.arange(1, _GAP_TERMS, dtype=dtype)
+    steps = jnp.log(y[..., None] / (a[..., None] + k))
+    log_ratio = jnp.concatenate([jnp.zeros_like(y)[..., None], jnp.cumsum(steps, axis=-1)], -1)
+    terms = log_tail + log_ratio
+    total = logsumexp(terms, axis=-1)
+    ok = (terms[..., -1] - total < _GAP_LOG_TOL) & (m <= _GAP_MAX_M) & (y > 0)
+    return _log_poisson(a, y) + total, ok
+
+
+def _log_delta_branch(eps, log_big, log_small, log_gap, ok):
+    """log(e^{log_big} − e^{ε + log_small}) where e^{log_big} − e^{log_small} = e^{log_gap}.
+
+    Direct form: log_big + log(1 − e^{ε + log_small − log_big}). When the two terms
+    nearly cancel its relative error is that of the logs (~1e-16 |log δ|) times
+    Ψ/δ; then (if ``ok``) we use the gap instead,
+    δ = e^{log_small} (e^{log_gap − log_small} − (e^ε − 1)), whose amplification is
+    smaller by (1 − e^{−ε}) and whose gap term carries no cancellation.
+    """
+    direct = log_big + _log1mexp(jnp.minimum(eps + log_small - log_big, 0.0))
+    x = jnp.exp(jnp.where(ok, log_gap - log_small, 0.0))
+    diff = x - jnp.expm1(eps)
+    use = ok & (diff > 0) & (diff < _GAP_CANCEL * (1.0 + x))
+    via_gap = log_small + jnp.log(jnp.where(use, diff, 1.0))
+    return jnp.where(use, via_gap, direct)
+
+
+def _glrt_parts_flat(eps, lam, d):
+    """(log δ, ∂ log δ/∂ε, ∂ log δ/∂λ) of the GLRT on flat arrays of equal length.
+
+    Both tangent thresholds (ℓ(c) = ε for R, ℓ(c') = −ε for R') come from one Newton
+    solve on the stacked inputs, and every ncx2 function is called once on stacked
+    inputs, which keeps the compiled program small. The partial derivatives follow
+    from the envelope theorem (δ is stationary in the threshold):
+
+        ∂δ_R/∂ε = −e^ε Ψ_0(c),      ∂δ_R/∂λ = ∂Ψ_λ(c)/∂λ = f(c; d + 2, λ),
+        ∂δ_R'/∂ε = −e^ε Φ_λ(c'),    ∂δ_R'/∂λ = e^ε f(c'; d + 2, λ).
+    """
+    n = eps.shape[0]
+    pos = lam > 0
+    lam_s = jnp.where(pos, lam, 1.0)
+    has_swap = pos & (eps < 0.5 * lam)
     eps_s = jnp.where(has_swap, eps, 0.0)
-    lam_s = jnp.where(has_swap, lam, 1.0)
-    c2 = lax.stop_gradient(_threshold(-lax.stop_gradient(eps_s), lax.stop_gradient(lam_s), d))
-    log_s = ncx2.logcdf(c2, d, 0.0)
-    log_s = log_s + _log1mexp(jnp.minimum(eps_s + ncx2.logcdf(c2, d, lam_s) - log_s, 0.0))
+    lam2, d2 = jnp.concatenate([lam_s, lam_s]), jnp.concatenate([d, d])
+    cc = _threshold(jnp.concatenate([eps, -eps_s]), lam2, d2)
+    c, c2 = cc[:n], cc[n:]
+    zero = jnp.zeros_like(lam_s)
+    # R: Ψ_λ(c), Ψ_0(c); R': Φ_0(c'), Φ_λ(c').
+    ls = ncx2.logsf(jnp.concatenate([c, c]), d2, jnp.concatenate([lam_s, zero]))
+    lc = ncx2.logcdf(jnp.concatenate([c2, c2]), d2, jnp.concatenate([zero, lam_s]))
+    lp = ncx2.logpdf(cc, d2 + 2.0, lam2)
+    gap, ok = _log_tail_gap(cc, d2, lam2)
+    log_r = _log_delta_branch(eps, ls[:n], ls[n:], gap[:n], ok[:n])
+    log_s = _log_delta_branch(eps_s, lc[:n], lc[n:], gap[n:], ok[n:])
     log_s = jnp.where(has_swap, log_s, -jnp.inf)
-    zero = lam <= 0
-    return jnp.where(zero, -jnp.inf, log_r), jnp.where(zero, -jnp.inf, log_s)
+    use_r = log_r >= log_s
+    log_d = jnp.where(use_r, log_r, log_s)
+    de = jnp.where(use_r, -jnp.exp(eps + ls[n:] - log_r), -jnp.exp(eps_s + lc[n:] - log_s))
+    dl = jnp.where(use_r, jnp.exp(lp[:n] - log_r), jnp.exp(eps_s + lp[n:] - log_s))
+    fin = pos & jnp.isfinite(log_d)
+    return (
+        jnp.where(pos, log_d, -jnp.inf),
+        jnp.where(fin, de, 0.0),
+        jnp.where(fin, dl, 0.0),
+    )
 
 
+def _glrt_parts(eps, lam, d):
+    """:func:`_glrt_parts_flat` for broadcastable arrays of any shape (0-d included)."""
+    eps, lam, d = jnp.broadcast_arrays(eps, lam, d)
+    shape = eps.shape
+    out = _glrt_parts_flat(eps.reshape(-1), lam.reshape(-1), d.reshape(-1))
+    return tuple(o.reshape(shape) for o in out)
+
+
+@jax.custom_jvp
 def _glrt_log_delta(eps, lam, d):
-    log_r, log_s = _glrt_log_deltas(eps, lam, d)
-    return jnp.maximum(log_r, log_s)
+    """log δ_GLRT(ε) at λ = μ²; exact first derivatives in ε and λ (not in d)."""
+    return _glrt_parts(eps, lam, d)[0]
+
+
+@_glrt_log_delta.defjvp
+def _glrt_log_delta_jvp(primals, tangents):
+    eps, lam, d = primals
+    t_eps, t_lam, _ = tangents
+    val, de, dl = _glrt_parts(eps, lam, d)
+    return val, de * t_eps + dl * t_lam
 
 
 # ---------------------------------------------------------------------------
@@ -144,18 +260,31 @@ def _glrt_log_delta(eps, lam, d):
 # ---------------------------------------------------------------------------
 
 
-def _solve_epsilon(log_delta_fn, log_target, eps_hi0):
+def _epsilon_upper(log_target, mu):
+    """An ε with δ_NPO(ε) < δ (hence δ_GLRT(ε) < δ too): the NPO ε without its second term.
+
+    δ_NPO(ε) < Φ(−ε/μ + μ/2), which equals δ at ε = μ(μ/2 − Φ⁻¹(δ)); a small margin
+    covers the rounding of ``ndtri``. The GLRT adversary is weaker than the NPO one, so
+    its δ(ε) is smaller at every ε and the same ε bounds its root.
+    """
+    z = ndtri(jnp.exp(log_target))
+    return mu * (0.5 * mu - z) * (1.0 + 1e-6) + 1e-6
+
+
+def _solve_epsilon(val_slope, log_target, eps_hi):
     """ε ≥ 0 with log δ(ε) = log_target; δ is convex and decreasing in ε.
 
-    Newton on log δ (concave in ε for both adversaries), safeguarded by a bracket.
-    Returns 0 where δ(0) ≤ target.
+    ``val_slope(ε)`` returns ``(log δ(ε), ∂ log δ/∂ε)`` elementwise. ``eps_hi`` must
+    satisfy δ(eps_hi) ≤ target. Newton on log δ starts there, on the right of the
+    root, and keeps to the bracket [lo, hi] (bisection when a step leaves it). Where
+    log δ is concave (NPO, and GLRT on every grid we tried) the Newton iterates then
+    decrease monotonically to the root and never visit the far tail, where δ is
+    expensive to evaluate. Returns 0 where δ(0) ≤ target.
     """
     dtype = log_target.dtype
     eps_tol = float(jnp.finfo(dtype).eps)
-    val_grad = jax.vmap(jax.value_and_grad(lambda e, i: log_delta_fn(e, i)), in_axes=(0, 0))
-    idx = jnp.arange(log_target.shape[0])
     zero = jnp.zeros_like(log_target)
-    ld0, _ = val_grad(zero, idx)
+    ld0, _ = val_slope(zero)
     at_zero = ld0 <= log_target
 
     def cond(st):
@@ -164,18 +293,17 @@ def _solve_epsilon(log_delta_fn, log_target, eps_hi0):
 
     def body(st):
         i, e, lo, hi, done = st
-        ld, g = val_grad(e, idx)
+        ld, g = val_slope(e)
         f = ld - log_target
         lo = jnp.where(f > 0, jnp.maximum(lo, e), lo)
         hi = jnp.where(f <= 0, jnp.minimum(hi, e), hi)
         en = e - f / g
         ok = (en >= lo) & (en <= hi) & jnp.isfinite(en)
-        eb = jnp.where(jnp.isfinite(hi), 0.5 * (lo + hi), 2.0 * e + 1.0)
-        en = jnp.where(ok, en, eb)
+        en = jnp.where(ok, en, 0.5 * (lo + hi))
         conv = (jnp.abs(en - e) <= 8 * eps_tol * jnp.maximum(1.0, e)) | (f == 0)
         return i + 1, jnp.where(done, e, en), lo, hi, done | conv
 
-    init = (0, eps_hi0, zero, jnp.full_like(zero, jnp.inf), at_zero)
+    init = (0, eps_hi, zero, eps_hi, at_zero)
     _, e, _, _, _ = lax.while_loop(cond, body, init)
     return jnp.where(at_zero, 0.0, e)
 
@@ -189,8 +317,12 @@ def _solve_epsilon(log_delta_fn, log_target, eps_hi0):
 def _npo_epsilon(log_delta, mu):
     shape = log_delta.shape
     ld, m = log_delta.reshape(-1), mu.reshape(-1)
-    fn = lambda e, i: _npo_log_delta(e, m[i])  # noqa: E731
-    return _solve_epsilon(fn, ld, jnp.ones_like(ld)).reshape(shape)
+    ones = jnp.ones_like(ld)
+
+    def val_slope(e):
+        return jax.jvp(lambda x: _npo_log_delta(x, m), (e,), (ones,))
+
+    return _solve_epsilon(val_slope, ld, _epsilon_upper(ld, m)).reshape(shape)
 
 
 @_npo_epsilon.defjvp
@@ -207,8 +339,12 @@ def _npo_epsilon_jvp(primals, tangents):
 def _glrt_epsilon(log_delta, mu, d):
     shape = log_delta.shape
     ld, m, dd = log_delta.reshape(-1), mu.reshape(-1), d.reshape(-1)
-    fn = lambda e, i: _glrt_log_delta(e, m[i] * m[i], dd[i])  # noqa: E731
-    return _solve_epsilon(fn, ld, jnp.ones_like(ld)).reshape(shape)
+    lam = m * m
+
+    def val_slope(e):
+        return _glrt_parts_flat(e, lam, dd)[:2]
+
+    return _solve_epsilon(val_slope, ld, _epsilon_upper(ld, m)).reshape(shape)
 
 
 @_glrt_epsilon.defjvp
@@ -216,17 +352,48 @@ def _glrt_epsilon_jvp(primals, tangents):
     ld, mu, d = primals
     tld, tmu, _ = tangents
     e = _glrt_epsilon(ld, mu, d)
-    g_e, g_mu = jax.grad(lambda a, b: jnp.sum(_glrt_log_delta(a, b * b, d)), argnums=(0, 1))(e, mu)
-    tan = (tld - g_mu * tmu) / g_e
+    _, g_e, g_lam = _glrt_parts(e, mu * mu, d)
+    tan = (tld - 2.0 * mu * g_lam * tmu) / g_e
     return e, jnp.where(e > 0, tan, 0.0)
 
 
-_jit_npo_log_delta = jax.jit(lambda e, m: _npo_log_delta(*_promote(e, m)))
-_jit_glrt_log_delta = jax.jit(
-    lambda e, m, d: (lambda e_, m_, d_: _glrt_log_delta(e_, m_ * m_, d_))(*_promote(e, m, d))
-)
-_jit_npo_eps = jax.jit(lambda ld, m: _npo_epsilon(*_promote(ld, m)))
-_jit_glrt_eps = jax.jit(lambda ld, m, d: _glrt_epsilon(*_promote(ld, m, d)))
+_jit_npo_log_delta = jax.jit(_npo_log_delta)
+_jit_glrt_log_delta = jax.jit(lambda e, m, d: _glrt_log_delta(e, m * m, d))
+_jit_npo_eps = jax.jit(_npo_epsilon)
+_jit_glrt_eps = jax.jit(_glrt_epsilon)
+
+# Inputs are broadcast, flattened and padded (with copies of their first element) to a
+# power-of-two length of at least _MIN_BUCKET (a single point stays at length 1), so every
+# input shape of a size class shares one compilation (the GLRT programs take seconds to
+# compile).
+_MIN_BUCKET = 16
+
+
+def _bucket(n: int) -> int:
+    # A single point keeps its own program: padding it to 16 would cost 3-4x its latency.
+    if n == 1:
+        return 1
+    return max(_MIN_BUCKET, 1 << max(0, (n - 1).bit_length()))
+
+
+def _bucketed(fn, *args):
+    if any(isinstance(a, jax.core.Tracer) for a in args):
+        xp, args = jnp, _promote(*args)
+    else:  # concrete: pad with numpy (eager jax ops cost ~50 µs each)
+        dtype = jnp.result_type(*args)
+        if not jnp.issubdtype(dtype, jnp.inexact):
+            dtype = jnp.result_type(float)
+        xp, args = np, np.broadcast_arrays(*[np.asarray(a, dtype) for a in args])
+    shape = args[0].shape
+    n = math.prod(shape)
+    if n == 0:
+        return fn(*args)
+    size = _bucket(n)
+    flat = [xp.ravel(a) for a in args]
+    if size > n:
+        flat = [xp.concatenate([f, xp.broadcast_to(f[:1], (size - n,))]) for f in flat]
+    out = fn(*flat)
+    return out if size == n and len(shape) == 1 else out[:n].reshape(shape)
 
 
 def _check_mu_d(mu, d=None):
@@ -239,7 +406,7 @@ def npo_log_delta(eps, mu):
     """log δ(ε) of the NPO adversary: see :func:`npo_delta`. Finite below 1e-308."""
     check_range("eps", eps, lo=0.0)
     _check_mu_d(mu)
-    return _jit_npo_log_delta(eps, mu)
+    return _bucketed(_jit_npo_log_delta, eps, mu)
 
 
 def npo_delta(eps, mu):
@@ -259,7 +426,7 @@ def npo_delta(eps, mu):
       >>> jax.config.update("jax_enable_x64", True)
       >>> from glrt_jax import profile
       >>> f"{float(profile.npo_delta(1.0, 1.0)):.6f}"
-      '0.126936'
+      '0.126937'
     """
     return jnp.exp(npo_log_delta(eps, mu))
 
@@ -268,7 +435,7 @@ def glrt_log_delta(eps, mu, d):
     """log δ(ε) of the GLRT adversary: see :func:`glrt_delta`. Finite below 1e-308."""
     check_range("eps", eps, lo=0.0)
     _check_mu_d(mu, d)
-    return _jit_glrt_log_delta(eps, mu, d)
+    return _bucketed(_jit_glrt_log_delta, eps, mu, d)
 
 
 def glrt_delta(eps, mu, d):
@@ -312,7 +479,7 @@ def npo_epsilon(delta, mu):
     """
     check_range("delta", delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
     _check_mu_d(mu)
-    return _jit_npo_eps(jnp.log(delta), mu)
+    return _bucketed(_jit_npo_eps, jnp.log(delta), mu)
 
 
 def glrt_epsilon(delta, mu, d):
@@ -333,4 +500,4 @@ def glrt_epsilon(delta, mu, d):
     """
     check_range("delta", delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
     _check_mu_d(mu, d)
-    return _jit_glrt_eps(jnp.log(delta), mu, d)
+    return _bucketed(_jit_glrt_eps, jnp.log(delta), mu, d)
