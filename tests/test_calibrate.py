@@ -10,6 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from jax.test_util import check_grads
+from scipy import stats
 
 from glrt_jax import calibrate, pld, profile
 from glrt_jax._src import calibrate_cli
@@ -70,10 +71,13 @@ def test_closed_form_grads():
         return calibrate.noise_multiplier(e, jnp.exp(log_dl), steps=50, rtol=1e-13)
 
     check_grads(f, (1.3, math.log(1e-4)), order=1, modes=("fwd",), eps=1e-5, rtol=1e-5)
-    # And against the closed form: σ = √N/μ with ε(δ, μ) = ε*  ⇒  dσ/dε* = −σ/(μ ∂ε/∂μ).
-    s, ds = jax.jvp(lambda e: f(e, math.log(1e-4)), (1.3,), (1.0,))
+    # And against the closed form: σ = √N/μ with ε(δ, μ) = ε*  ⇒  dσ/dε* = −σ/(μ ∂ε/∂μ),
+    # where, from δ = Φ(a) − e^ε Φ(b) (a = −ε/μ + μ/2, b = a − μ) and φ(a) = e^ε φ(b),
+    # ∂δ/∂μ = φ(a) and ∂δ/∂ε = −e^ε Φ(b), so ∂ε/∂μ = φ(a) / (e^ε Φ(b)).
+    s, ds = jax.jvp(f, (1.3, math.log(1e-4)), (1.0, 0.0))
     mu = math.sqrt(50) / float(s)
-    de_dmu = float(jax.grad(profile.npo_epsilon, argnums=1)(1e-4, mu))
+    a = -1.3 / mu + mu / 2
+    de_dmu = stats.norm.pdf(a) / (math.exp(1.3) * stats.norm.cdf(a - mu))
     expected = -float(s) / (mu * de_dmu)
     assert abs(float(ds) - expected) <= 1e-8 * abs(expected)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import pathlib
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -258,6 +259,15 @@ def test_float32():
     np.testing.assert_allclose(np.asarray(out), ref, rtol=2e-5)
     q = ncx2.isf(jnp.asarray([0.1, 1e-6], jnp.float32), jnp.float32(4.0), jnp.float32(3.0))
     np.testing.assert_allclose(np.asarray(q), stats.ncx2.isf([0.1, 1e-6], 4.0, 3.0), rtol=1e-4)
+    # A long mixture (nc = 3000) needs the accumulators rescaled within float32's range;
+    # no overflow in any constant, and never sf > 1.
+    x = jnp.asarray([1.0, 2000.0, 5000.0], jnp.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        lsf = np.asarray(ncx2.logsf(x, jnp.float32(100.0), jnp.float32(3000.0)))
+    assert np.all(lsf <= 0.0)
+    ref = stats.ncx2.logsf(np.asarray(x, np.float64), 100.0, 3000.0)
+    np.testing.assert_allclose(lsf, ref, rtol=1e-5, atol=1e-5)
 
 
 # ---------------------------------------------------------------------------

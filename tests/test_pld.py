@@ -100,11 +100,14 @@ def _glrt1_reference_ctd(sigma, q, steps, delta, h=1e-4):
     """ε from dp_accounting's connect-the-dots composition of the scipy profiles."""
     mu = 1.0 / sigma
     out = []
-    for direction, lo, hi in [("remove", math.log1p(-q) - h, 3.0),
-                              ("add", -3.0, -math.log1p(-q) + h)]:
+    for direction, lo, hi in [
+        ("remove", math.log1p(-q) - h, 3.0),
+        ("add", -3.0, -math.log1p(-q) + h),
+    ]:
         k = np.arange(math.floor(lo / h), math.ceil(hi / h) + 1)
-        pmf = pld_pmf.create_pmf_pessimistic_connect_dots(h, k, _glrt1_profile(k * h, mu, q,
-                                                                               direction))
+        pmf = pld_pmf.create_pmf_pessimistic_connect_dots(
+            h, k, _glrt1_profile(k * h, mu, q, direction)
+        )
         out.append(pmf.self_compose(steps).get_epsilon_for_delta(delta))
     return max(out)
 
@@ -135,8 +138,13 @@ def _glrt1_reference_binned(sigma, q, steps, delta, pessimistic, n=20000, h=1e-4
 
 
 def _eps_bounds_raw(sigma, q, grid):
-    block = pld.GaussianBlock(sigma=sigma, sampling_rate=q, steps=grid.steps[0],
-                              adversary=grid.adversary, dim=grid.dims[0])
+    block = pld.GaussianBlock(
+        sigma=sigma,
+        sampling_rate=q,
+        steps=grid.steps[0],
+        adversary=grid.adversary,
+        dim=grid.dims[0],
+    )
     return jnp.stack(pld.epsilon_for_delta(block, DELTA, grid=grid))
 
 
@@ -149,8 +157,12 @@ def grids():
     """Grids for 100 rounds around σ = 6, q = 0.2 (both adversaries, d = 1)."""
     out = {}
     for adversary in ("npo", "glrt"):
-        block = pld.GaussianBlock(sigma=np.array([5.0, 8.0]), sampling_rate=np.array([0.1, 0.3]),
-                                  steps=100, adversary=adversary)
+        block = pld.GaussianBlock(
+            sigma=np.array([5.0, 8.0]),
+            sampling_rate=np.array([0.1, 0.3]),
+            steps=100,
+            adversary=adversary,
+        )
         out[adversary] = pld.make_grid(block)
     return out
 
@@ -165,8 +177,11 @@ def dpsgd():
 def dpsgd_reference():
     """dp_accounting's PLD accountant for the DP-SGD case at a fine discretisation."""
     acc = pld_privacy_accountant.PLDAccountant(value_discretization_interval=5e-5)
-    acc.compose(dp_accounting.SelfComposedDpEvent(
-        dp_accounting.PoissonSampledDpEvent(0.01, dp_accounting.GaussianDpEvent(1.0)), 1000))
+    acc.compose(
+        dp_accounting.SelfComposedDpEvent(
+            dp_accounting.PoissonSampledDpEvent(0.01, dp_accounting.GaussianDpEvent(1.0)), 1000
+        )
+    )
     return acc
 
 
@@ -224,8 +239,10 @@ def test_replace_one():
     # q = 1: the replace pair (N(μ), N(−μ)) is μ-GDP with 2μ; 50 rounds compose to 2μ√50.
     # q < 1: compare with dp_accounting on the pair binned finely on the real line
     # (its optimistic/pessimistic roundings bracket the binned pair's ε).
-    grid = pld.make_grid(pld.GaussianBlock(sigma=4.0, sampling_rate=np.array([0.1, 1.0]),
-                                           steps=50), neighbouring="replace_one")
+    grid = pld.make_grid(
+        pld.GaussianBlock(sigma=4.0, sampling_rate=np.array([0.1, 1.0]), steps=50),
+        neighbouring="replace_one",
+    )
     assert grid.directions == ("replace",)
     block = pld.GaussianBlock(sigma=4.0, steps=50)
     e = pld.epsilon_for_delta(block, DELTA, neighbouring="replace_one", grid=grid)
@@ -234,8 +251,12 @@ def test_replace_one():
     assert abs(float(e.estimate) - ref) < 1e-3
 
     q, mu = 0.1, 0.25
-    e = pld.epsilon_for_delta(pld.GaussianBlock(sigma=4.0, sampling_rate=q, steps=50), DELTA,
-                              neighbouring="replace_one", grid=grid)
+    e = pld.epsilon_for_delta(
+        pld.GaussianBlock(sigma=4.0, sampling_rate=q, steps=50),
+        DELTA,
+        neighbouring="replace_one",
+        grid=grid,
+    )
     edges = np.linspace(-10.0, 10.0, 16001)
     cdf = lambda m: stats.norm.cdf(edges - m)  # noqa: E731
     upper = q * np.diff(cdf(mu)) + (1 - q) * np.diff(cdf(0.0))
@@ -245,7 +266,9 @@ def test_replace_one():
         dist = dp_pld.from_two_probability_mass_functions(
             {i: math.log(v) for i, v in enumerate(lower) if v > 0},
             {i: math.log(v) for i, v in enumerate(upper) if v > 0},
-            pessimistic_estimate=pessimistic, value_discretization_interval=1e-4)
+            pessimistic_estimate=pessimistic,
+            value_discretization_interval=1e-4,
+        )
         refs.append(dist.self_compose(50).get_epsilon_for_delta(DELTA))
     ref_pess, ref_opt = refs
     assert ref_opt <= float(e.upper) and float(e.lower) <= ref_pess
@@ -271,7 +294,8 @@ def test_glrt_per_round_reference(grids):
 def test_npo_same_setting_as_glrt(grids):
     lower, estimate, upper = (float(v) for v in eps_bounds(6.0, 0.2, grids["npo"]))
     event = dp_accounting.SelfComposedDpEvent(
-        dp_accounting.PoissonSampledDpEvent(0.2, dp_accounting.GaussianDpEvent(6.0)), 100)
+        dp_accounting.PoissonSampledDpEvent(0.2, dp_accounting.GaussianDpEvent(6.0)), 100
+    )
     ref = _dp_accounting_epsilon([event], DELTA, interval=1e-4)
     assert abs(ref - 1.312) < 1e-3
     assert lower <= ref <= upper and abs(estimate - ref) < 2e-3
@@ -281,13 +305,19 @@ def test_npo_same_setting_as_glrt(grids):
 
 @needs_dp
 def test_heterogeneous_blocks():
-    blocks = [pld.GaussianBlock(sigma=1.0, sampling_rate=0.01, steps=300),
-              pld.GaussianBlock(sigma=2.0, sensitivity=1.5, sampling_rate=0.05, steps=200)]
+    blocks = [
+        pld.GaussianBlock(sigma=1.0, sampling_rate=0.01, steps=300),
+        pld.GaussianBlock(sigma=2.0, sensitivity=1.5, sampling_rate=0.05, steps=200),
+    ]
     lower, estimate, upper = (float(v) for v in pld.epsilon_for_delta(blocks, DELTA))
-    events = [dp_accounting.SelfComposedDpEvent(
-        dp_accounting.PoissonSampledDpEvent(0.01, dp_accounting.GaussianDpEvent(1.0)), 300),
+    events = [
         dp_accounting.SelfComposedDpEvent(
-        dp_accounting.PoissonSampledDpEvent(0.05, dp_accounting.GaussianDpEvent(2.0 / 1.5)), 200)]
+            dp_accounting.PoissonSampledDpEvent(0.01, dp_accounting.GaussianDpEvent(1.0)), 300
+        ),
+        dp_accounting.SelfComposedDpEvent(
+            dp_accounting.PoissonSampledDpEvent(0.05, dp_accounting.GaussianDpEvent(2.0 / 1.5)), 200
+        ),
+    ]
     ref = _dp_accounting_epsilon(events, DELTA, interval=1e-4)
     assert lower <= ref <= upper and abs(estimate - ref) < 2e-3
 
@@ -301,8 +331,9 @@ def test_glrt_higher_dimension_single_round():
 
     def hockey(e, a, b):
         f = lambda t: max(a.pdf(t) - math.exp(e) * b.pdf(t), 0.0)  # noqa: E731
-        return integrate.quad(f, 0, 200, limit=500, points=[1, 5, 10, 20], epsabs=1e-14,
-                              epsrel=1e-12)[0]
+        return integrate.quad(
+            f, 0, 200, limit=500, points=[1, 5, 10, 20], epsabs=1e-14, epsrel=1e-12
+        )[0]
 
     ref = np.array([max(hockey(e, p, q), hockey(e, q, p)) for e in np.asarray(eps)])
     assert np.all(lower <= ref + 1e-12) and np.all(ref <= upper + 1e-12)
@@ -400,8 +431,7 @@ def test_vmap_and_jit(grids):
     sigmas = jnp.array([5.0, 5.5, 6.0, 7.0, 8.0])
     qs = jnp.array([0.3, 0.25, 0.2, 0.15, 0.1])
     batched = jax.jit(jax.vmap(_eps_bounds_raw, in_axes=(0, 0, None)))(sigmas, qs, grid)
-    single = np.stack([np.asarray(eps_bounds(s, q, grid)) for s, q in zip(sigmas, qs,
-                                                                         strict=True)])
+    single = np.stack([np.asarray(eps_bounds(s, q, grid)) for s, q in zip(sigmas, qs, strict=True)])
     np.testing.assert_allclose(np.asarray(batched), single, rtol=1e-8)
     assert np.all(np.diff(single[:, 2]) < 0)  # larger σ and smaller q: smaller ε
 

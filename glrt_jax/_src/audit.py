@@ -98,6 +98,8 @@ from jax import lax
 from jax.scipy.special import betainc
 from jax.typing import ArrayLike
 
+from glrt_jax._src.shapes import bucket
+
 __all__ = [
     "GameResult",
     "RocEstimate",
@@ -551,7 +553,7 @@ def _clopper_pearson_bucketed(k, n, alpha):
     k, n = jnp.broadcast_arrays(jnp.asarray(k, dtype), jnp.asarray(n, dtype))
     shape = k.shape
     m = max(1, k.size)
-    padded = max(128, 1 << (m - 1).bit_length())
+    padded = bucket(m, minimum=128)
     kp = jnp.pad(k.reshape(-1), (0, padded - k.size))
     np_ = jnp.pad(n.reshape(-1), (0, padded - n.size), constant_values=1)
     lo, hi = _clopper_pearson_jit(kp, np_, alpha)

@@ -201,8 +201,15 @@ class _Problem(NamedTuple):
     max_iter: int
     max_log_step: float
 
+    def key(self) -> _Problem:
+        """The part that shapes the program (rtol, max_iter, max_log_step are data)."""
+        return self._replace(rtol=0.0, max_iter=0, max_log_step=0.0)
 
-def _residual(problem: _Problem, u, theta, grid):
+    def settings(self):
+        return (_f64(self.rtol), jnp.asarray(self.max_iter, jnp.int32), _f64(self.max_log_step))
+
+
+def _residual(problem: _Problem, u, theta, grid, rtol):
     """g(u, θ): decreasing in u; the solution is its root. θ = (target, other, knob).
 
     ``grid`` is the numeric accountant's grid, or for the closed forms the pair
@@ -214,7 +221,7 @@ def _residual(problem: _Problem, u, theta, grid):
     else:
         sigma, q = jnp.exp(u), knob
     if problem.quantity == "sigma_for_delta":
-        aim = jnp.log(target) - 0.5 * problem.rtol
+        aim = jnp.log(target) - 0.5 * rtol
         eps = other
         if problem.closed:
             mu = grid[0] / sigma
@@ -225,7 +232,7 @@ def _residual(problem: _Problem, u, theta, grid):
         else:
             val = jnp.log(_pld_dist(problem, sigma, q, grid).delta(eps).upper)
         return val - aim
-    aim = target * (1.0 - 0.5 * problem.rtol)
+    aim = target * (1.0 - 0.5 * rtol)
     log_delta = jnp.log(other)
     if problem.closed:
         mu = grid[0] / sigma
@@ -249,48 +256,59 @@ def _pld_dist(problem, sigma, q, grid):
     return pld.compose(block, neighbouring=problem.neighbouring, grid=grid)
 
 
-def _slack(problem, theta):
+def _slack(problem, theta, rtol):
     # In units of g (measured from the aim, half a slack below the target): rtol·ε* for
     # ε targets, rtol for log δ targets.
     if problem.quantity == "sigma_for_delta":
-        return jnp.asarray(problem.rtol, jnp.result_type(theta[0]))
-    return problem.rtol * theta[0]
+        return jnp.asarray(rtol, jnp.result_type(theta[0]))
+    return rtol * theta[0]
 
 
-def _solve_raw(problem, theta, grid, bounds, u0):
+def _solve_raw(problem, theta, grid, bounds, u0, settings):
+    rtol, max_iter, max_log_step = settings
+
     def fun(u):
-        return jax.jvp(lambda v: _residual(problem, v, theta, grid), (u,), (jnp.ones_like(u),))
+        return jax.jvp(
+            lambda v: _residual(problem, v, theta, grid, rtol), (u,), (jnp.ones_like(u),)
+        )
 
-    slack = _slack(problem, theta)
-    return _bracketed_newton(
-        fun, u0, bounds[0], bounds[1], slack, problem.max_iter, problem.max_log_step
-    )
+    slack = _slack(problem, theta, rtol)
+    return _bracketed_newton(fun, u0, bounds[0], bounds[1], slack, max_iter, max_log_step)
 
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
-def _solve(problem, theta, grid, bounds, u0):
-    """(u, status): u is NaN unless status is _OK; derivatives of u are implicit."""
-    u, status, _ = _solve_raw(problem, theta, grid, bounds, u0)
+def _solve(problem, theta, grid, bounds, u0, settings):
+    """(u, status): u is NaN unless status is _OK; derivatives of u are implicit.
+
+    ``settings = (rtol, max_iter, max_log_step)`` are data, so one compilation serves
+    every tolerance.
+    """
+    u, status, _ = _solve_raw(problem, theta, grid, bounds, u0, settings)
     return jnp.where(status == _OK, u, jnp.nan), status
 
 
 @_solve.defjvp
 def _solve_jvp(problem, primals, tangents):
-    theta, grid, bounds, u0 = primals
+    theta, grid, bounds, u0, settings = primals
+    rtol = settings[0]
     dtheta = tangents[0]
-    u, status = _solve(problem, theta, grid, bounds, u0)
+    u, status = _solve(problem, theta, grid, bounds, u0, settings)
     dtheta = tuple(
         jnp.zeros_like(t) if d is None or d.dtype == jax.dtypes.float0 else d
         for t, d in zip(theta, dtheta, strict=True)
     )
     # Implicit function theorem on g(u, θ) = 0 (the aim offset is part of g).
-    g_theta = jax.jvp(lambda th: _residual(problem, u, th, grid), (theta,), (dtheta,))[1]
-    g_u = jax.jvp(lambda v: _residual(problem, v, theta, grid), (u,), (jnp.ones_like(u),))[1]
+    g_theta = jax.jvp(lambda th: _residual(problem, u, th, grid, rtol), (theta,), (dtheta,))[1]
+    g_u = jax.jvp(lambda v: _residual(problem, v, theta, grid, rtol), (u,), (jnp.ones_like(u),))[1]
     status_dot = np.zeros(status.shape, dtype=jax.dtypes.float0)
     return (u, status), (-g_theta / g_u, status_dot)
 
 
-_solve_jit = jax.jit(_solve, static_argnums=(0,))
+_solve_compiled = jax.jit(_solve, static_argnums=(0,))
+
+
+def _solve_jit(problem, theta, grid, bounds, u0):
+    return _solve_compiled(problem.key(), theta, grid, bounds, u0, problem.settings())
 
 
 # ---------------------------------------------------------------------------

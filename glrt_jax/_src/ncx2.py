@@ -47,6 +47,8 @@ import jax.numpy as jnp
 from jax import lax
 from jax.custom_derivatives import SymbolicZero
 
+from glrt_jax._src.shapes import bucketed
+
 _LOG_2PI = math.log(2.0 * math.pi)
 _HALF_LOG_2PI = 0.5 * _LOG_2PI
 _LN2 = math.log(2.0)
@@ -56,14 +58,12 @@ _LN2 = math.log(2.0)
 _WIN_SD = 8.0
 _WIN_PAD = 5.0
 # Rebalancing of scaled accumulators: powers of two keep it exact.
-_BIG_EXP = 400
+_BIG_EXP = {8: 400, 4: 40}  # by itemsize: far from overflow in float64 and float32
 _MAX_TERMS = 2_000_000
 _CHUNK = 512
 # Terms per while-loop iteration: the convergence test and the rescaling run once
 # per block; terms past the converged point only add negligible mass.
 _BLOCK = 8
-_BIG = 2.0**_BIG_EXP
-_LOG_BIG = _BIG_EXP * _LN2
 
 
 # ---------------------------------------------------------------------------
@@ -82,6 +82,11 @@ def _promote(*args):
 
 def _eps(dtype) -> float:
     return float(jnp.finfo(dtype).eps)
+
+
+def _big_exp(dtype) -> int:
+    """Exponent e of the power of two 2**e at which scaled accumulators are rescaled."""
+    return _BIG_EXP[jnp.dtype(dtype).itemsize]
 
 
 def _chunked(fn: Callable, *args, n_out: int):
@@ -268,6 +273,7 @@ def _mixture_sum(x, a, m, upward, with_pdf):
     ``with_pdf`` is False.
     """
     eps = _eps(x.dtype)
+    big, log_big = 2.0 ** _big_exp(x.dtype), _big_exp(x.dtype) * _LN2
     y = 0.5 * x
     jp = _peak(a, m, y)
     if upward:
@@ -327,11 +333,11 @@ def _mixture_sum(x, a, m, upward, with_pdf):
             j, w, r, g, s, sp, t = step(j, w, r, g, s, sp)
         # Keep the growing factor r (and g) and the totals inside the range of
         # the dtype by exact power-of-two moves; the product w * r is unchanged.
-        fr = jnp.where(r > _BIG, 1.0 / _BIG, 1.0)
+        fr = jnp.where(r > big, 1.0 / big, 1.0)
         r, g, w = r * fr, g * fr, w / fr
-        fs = jnp.where(s > _BIG, 1.0 / _BIG, 1.0)
+        fs = jnp.where(s > big, 1.0 / big, 1.0)
         s, sp, w, t, prev = s * fs, sp * fs, w * fs, t * fs, prev * fs
-        L = L + jnp.where(fs < 1.0, _LOG_BIG, 0.0)
+        L = L + jnp.where(fs < 1.0, log_big, 0.0)
         past = (j > c) if upward else ((j < c) | (j < 0))
         done = done | (j < 0) | (past & _converged(t, prev, s, eps))
         return j, w, r, g, s, sp, L, t, done, n + _BLOCK
@@ -373,8 +379,8 @@ def _log_pdf_sum(x, a, m):
         s2 = s + t
         new_done = done | ((j > c) & _converged(t, prev, s2, eps))
         t2 = t * my / ((j + 1.0) * (a + j))
-        big = 2.0**_BIG_EXP
-        f = jnp.where(s2 > big, 2.0**-_BIG_EXP, 1.0)
+        big = 2.0 ** _big_exp(x.dtype)
+        f = jnp.where(s2 > big, 1.0 / big, 1.0)
         keep = lambda new, old: jnp.where(done, old, new)  # noqa: E731
         return (
             keep(j + 1.0, j),
@@ -539,6 +545,7 @@ def _eval_logcdf(xs, dfs, ncs, with_pdf=False):
 def _kernel_logsf(x, df, nc):
     bad, interior, xs, dfs, ncs = _safe_inputs(x, df, nc)
     lsf, _ = _eval_logsf(xs, dfs, ncs)
+    lsf = jnp.minimum(lsf, 0.0)  # rounding (float32) must not give sf > 1
     out = jnp.where(x <= 0, 0.0, jnp.where(jnp.isposinf(x), -jnp.inf, lsf))
     return (jnp.where(bad, jnp.nan, out),)
 
@@ -546,6 +553,7 @@ def _kernel_logsf(x, df, nc):
 def _kernel_logcdf(x, df, nc):
     bad, interior, xs, dfs, ncs = _safe_inputs(x, df, nc)
     lcdf, _ = _eval_logcdf(xs, dfs, ncs)
+    lcdf = jnp.minimum(lcdf, 0.0)
     out = jnp.where(x <= 0, -jnp.inf, jnp.where(jnp.isposinf(x), 0.0, lcdf))
     return (jnp.where(bad, jnp.nan, out),)
 
@@ -733,40 +741,27 @@ def _quantile_impl(logq, upper, df, nc):
 
 
 @jax.jit
-def _isf_from_p(p, df, nc):
-    """x with sf(x) = p: work on the smaller tail."""
-    p, df, nc = _promote(p, df, nc)
-    small = p <= 0.5
-    logq = jnp.where(small, jnp.log(p), jnp.log1p(-p))
-    out = _quantile_impl(logq, small, df, nc)
-    return jnp.where((p < 0) | (p > 1), jnp.nan, out)
+def _quantile_any(v, log_input, lower_tail, df, nc):
+    """The four quantile functions in one program (one compilation serves all four).
+
+    ``v`` is a probability, or a log-probability where ``log_input``; the quantile
+    is of the survival function, or of the cdf where ``lower_tail``. Newton works
+    on whichever tail is smaller.
+    """
+    v, df, nc = _promote(v, df, nc)
+    log_input = jnp.broadcast_to(log_input, v.shape)
+    lower_tail = jnp.broadcast_to(lower_tail, v.shape)
+    small = jnp.where(log_input, v <= -_LN2, v <= 0.5)
+    logv = jnp.where(log_input, v, jnp.log(v))
+    log_other = jnp.where(log_input, _log1mexp(jnp.minimum(v, 0.0)), jnp.log1p(-v))
+    logq = jnp.where(small, logv, log_other)
+    out = _quantile_impl(logq, small != lower_tail, df, nc)
+    invalid = jnp.where(log_input, v > 0, (v < 0) | (v > 1))
+    return jnp.where(invalid, jnp.nan, out)
 
 
-@jax.jit
-def _ppf_from_p(p, df, nc):
-    p, df, nc = _promote(p, df, nc)
-    small = p <= 0.5
-    logq = jnp.where(small, jnp.log(p), jnp.log1p(-p))
-    out = _quantile_impl(logq, ~small, df, nc)
-    return jnp.where((p < 0) | (p > 1), jnp.nan, out)
-
-
-@jax.jit
-def _logisf_impl(logp, df, nc):
-    logp, df, nc = _promote(logp, df, nc)
-    small = logp <= -_LN2
-    logq = jnp.where(small, logp, _log1mexp(jnp.minimum(logp, 0.0)))
-    out = _quantile_impl(logq, small, df, nc)
-    return jnp.where(logp > 0, jnp.nan, out)
-
-
-@jax.jit
-def _logppf_impl(logp, df, nc):
-    logp, df, nc = _promote(logp, df, nc)
-    small = logp <= -_LN2
-    logq = jnp.where(small, logp, _log1mexp(jnp.minimum(logp, 0.0)))
-    out = _quantile_impl(logq, ~small, df, nc)
-    return jnp.where(logp > 0, jnp.nan, out)
+def _quantile(v, df, nc, *, log_input, lower_tail):
+    return bucketed(lambda *a: _quantile_any(a[0], log_input, lower_tail, *a[1:]), v, df, nc)
 
 
 # ---------------------------------------------------------------------------
@@ -815,7 +810,7 @@ def logsf(x, df, nc):
       >>> float(ncx2.logsf(4000.0, 10.0, 36.0)) < -1500
       True
     """
-    return _logsf_impl(x, df, nc)
+    return bucketed(_logsf_impl, x, df, nc)
 
 
 def _logsf_jvp(primals, tangents):
@@ -853,7 +848,7 @@ def logcdf(x, df, nc):
       >>> float(ncx2.logcdf(1e-3, 10.0, 36.0)) < -50
       True
     """
-    return _logcdf_impl(x, df, nc)
+    return bucketed(_logcdf_impl, x, df, nc)
 
 
 def _logcdf_jvp(primals, tangents):
@@ -892,7 +887,7 @@ def logpdf(x, df, nc):
       >>> round(float(jax.numpy.exp(ncx2.logpdf(2.0, 2.0, 0.0))), 12)  # e^{-1}/2
       0.18393972059
     """
-    return _logpdf_impl(x, df, nc)
+    return bucketed(_logpdf_impl, x, df, nc)
 
 
 def _logpdf_jvp(primals, tangents):
@@ -1003,7 +998,7 @@ def isf(p, df, nc):
       >>> f"{float(ncx2.isf(0.5, 2.0, 0.0)):.12f}"  # 2 log 2
       '1.386294361120'
     """
-    return _isf_from_p(p, df, nc)
+    return _quantile(p, df, nc, log_input=False, lower_tail=False)
 
 
 def _isf_jvp(primals, tangents):
@@ -1039,7 +1034,7 @@ def ppf(p, df, nc):
       >>> f"{float(ncx2.ppf(0.5, 2.0, 0.0)):.12f}"
       '1.386294361120'
     """
-    return _ppf_from_p(p, df, nc)
+    return _quantile(p, df, nc, log_input=False, lower_tail=True)
 
 
 def _ppf_jvp(primals, tangents):
@@ -1075,7 +1070,7 @@ def logisf(logp, df, nc):
       >>> f"{float(ncx2.logisf(-1000.0, 2.0, 0.0)):.6f}"  # sf = e^{-x/2}
       '2000.000000'
     """
-    return _logisf_impl(logp, df, nc)
+    return _quantile(logp, df, nc, log_input=True, lower_tail=False)
 
 
 def _logisf_jvp(primals, tangents):
@@ -1112,7 +1107,7 @@ def logppf(logp, df, nc):
       >>> 0 < x < 1e-300
       True
     """
-    return _logppf_impl(logp, df, nc)
+    return _quantile(logp, df, nc, log_input=True, lower_tail=True)
 
 
 def _logppf_jvp(primals, tangents):

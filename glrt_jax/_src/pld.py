@@ -186,8 +186,7 @@ class GaussianBlock:
     def __post_init__(self):
         for name in ("steps", "dim"):
             value = getattr(self, name)
-            if (isinstance(value, bool) or not isinstance(value, (int, np.integer))
-                    or value < 1):
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
                 raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
         if self.adversary not in _ADVERSARIES:
             raise ValueError(f"adversary must be one of {_ADVERSARIES}, got {self.adversary!r}")
@@ -396,8 +395,11 @@ def _base_tails(adversary, dim, mu, b):
 def _remove_level(y, exp_neg_y, q):
     """Base level b with log(1 − q + q e^b) = y (valid for y > log(1 − q))."""
     valid = y > jnp.log1p(-q)
-    b = jnp.where(valid, y, 1.0) - jnp.log(q) + jnp.log1p(
-        -(1.0 - q) * jnp.where(valid, exp_neg_y, 0.0))
+    b = (
+        jnp.where(valid, y, 1.0)
+        - jnp.log(q)
+        + jnp.log1p(-(1.0 - q) * jnp.where(valid, exp_neg_y, 0.0))
+    )
     return valid, jnp.where(valid, b, -jnp.inf)
 
 
@@ -411,8 +413,9 @@ def _replace_threshold(v, mu, q):
     c = 1.0 - q
     av = jnp.abs(v)
     pos = (av > 0) & (c > 0)
-    la = jnp.where(pos, jnp.log(jnp.where(pos, c, 1.0)) + _log1mexp(-jnp.where(pos, av, 1.0)),
-                   -jnp.inf)
+    la = jnp.where(
+        pos, jnp.log(jnp.where(pos, c, 1.0)) + _log1mexp(-jnp.where(pos, av, 1.0)), -jnp.inf
+    )
     lb = log_2a - 0.5 * av
     lm = jnp.maximum(la, lb)
     ra, rb = jnp.exp(la - lm), jnp.exp(lb - lm)
@@ -436,15 +439,23 @@ def _segment_tails(adversary, dim, mu, q, x, is_add, exp_x=None):
         s_plus, f_plus = _normal_tails(z - mu)
         s_zero, f_zero = _normal_tails(z)
         s_minus, f_minus = _normal_tails(z + mu)
-        return (_mix(q, s_plus, s_zero), _mix(q, f_plus, f_zero),
-                _mix(q, s_minus, s_zero), _mix(q, f_minus, f_zero))
+        return (
+            _mix(q, s_plus, s_zero),
+            _mix(q, f_plus, f_zero),
+            _mix(q, s_minus, s_zero),
+            _mix(q, f_minus, f_zero),
+        )
     exp_x = jnp.exp(jnp.clip(x, -700.0, 700.0)) if exp_x is None else exp_x
     valid, b = _remove_level(jnp.where(is_add, -x, x), jnp.where(is_add, exp_x, 1.0 / exp_x), q)
     sp, fp, sq, fq = _base_tails(adversary, dim, mu, b)
     msp, mfp = _mix(q, sp, sq), _mix(q, fp, fq)
     # add: L'' > x  ⇔  L < b
-    tails = (jnp.where(is_add, fq, msp), jnp.where(is_add, sq, mfp),
-             jnp.where(is_add, mfp, sq), jnp.where(is_add, msp, fq))
+    tails = (
+        jnp.where(is_add, fq, msp),
+        jnp.where(is_add, sq, mfp),
+        jnp.where(is_add, mfp, sq),
+        jnp.where(is_add, msp, fq),
+    )
     # Outside the support: remove levels lie below it, add levels above it.
     sf_lim = jnp.where(is_add, 0.0, 1.0)
     lims = (sf_lim, 1.0 - sf_lim, sf_lim, 1.0 - sf_lim)
@@ -499,8 +510,10 @@ def _round_pmfs(adversary, dim, directions, mu, q, h, offsets, sizes, strides):
     nc = _COARSE_BINS + 1
     xs, steps, lens, adds = [], [], [], []
     for i, direction in enumerate(directions):
-        xs += [(offsets[i] + jnp.arange(sizes[i])) * h,
-               (offsets[i] + strides[i] * jnp.arange(nc)) * h]
+        xs += [
+            (offsets[i] + jnp.arange(sizes[i])) * h,
+            (offsets[i] + strides[i] * jnp.arange(nc)) * h,
+        ]
         steps += [h, strides[i] * h]
         lens += [sizes[i], nc]
         adds += [direction == "add"] * 2
@@ -524,7 +537,7 @@ def _round_pmfs(adversary, dim, directions, mu, q, h, offsets, sizes, strides):
         a, e = starts[2 * i], ends[2 * i]
         fine.append(pmf[a:e])
         tail.append(fp[a] + sp[e - 1])
-        coarse.append(pmf[starts[2 * i + 1]:ends[2 * i + 1]])
+        coarse.append(pmf[starts[2 * i + 1] : ends[2 * i + 1]])
         grids.append(xs[2 * i + 1])
     return fine, tail, jnp.stack(coarse), jnp.stack(grids)
 
@@ -769,8 +782,15 @@ def _compose_impl(blocks, grid):
     for bi, block in enumerate(blocks):
         mu, q, _ = params[bi]
         fine_pmfs, tail, coarse_pmfs, xcs = _round_pmfs(
-            block.adversary, block.dim, grid.directions, mu, q, h, grid.offsets[:, bi],
-            [grid.sizes[di][bi] for di in range(n_dir)], grid.strides[:, bi],
+            block.adversary,
+            block.dim,
+            grid.directions,
+            mu,
+            q,
+            h,
+            grid.offsets[:, bi],
+            [grid.sizes[di][bi] for di in range(n_dir)],
+            grid.strides[:, bi],
         )
         stacked = jnp.stack([jnp.pad(p, (0, M - p.shape[0])) for p in fine_pmfs])
         phi = jnp.fft.rfft(stacked, axis=-1)
@@ -1009,9 +1029,22 @@ def make_grid(
             size = _ladder(int(math.ceil(hi[di] / h)) + 3 - k_lo)
             offsets[di, bi], sizes[di][bi] = k_lo, size
             strides[di, bi] = max(1, -(-(size - 1) // _COARSE_BINS))
-        lm = [np.asarray(_probe_log_mgf(adversary, 1, directions, m, r, h,
-                                        offsets[:, bi], strides[:, bi], jnp.asarray(ts)))
-              for m, r in corners]
+        lm = [
+            np.asarray(
+                _probe_log_mgf(
+                    adversary,
+                    1,
+                    directions,
+                    m,
+                    r,
+                    h,
+                    offsets[:, bi],
+                    strides[:, bi],
+                    jnp.asarray(ts),
+                )
+            )
+            for m, r in corners
+        ]
         log_mgf += b.steps * np.max(lm, axis=0)
 
     # Window per direction from the Chernoff bounds, at tail_mass/8 on each side.
@@ -1023,8 +1056,9 @@ def make_grid(
         dn = np.where(_T_GRID >= 1.0, -(log_mgf[di, nt:] - target) / _T_GRID, -np.inf)
         i_up, i_dn = int(np.nanargmin(up)), int(np.nanargmax(dn))
         support_lo = sum(s * int(o) for s, o in zip(steps, offsets[di], strict=True))
-        support_hi = sum(s * (int(o) + k - 1)
-                         for s, o, k in zip(steps, offsets[di], sizes[di], strict=True))
+        support_hi = sum(
+            s * (int(o) + k - 1) for s, o, k in zip(steps, offsets[di], sizes[di], strict=True)
+        )
         w_hi = min(int(math.ceil(up[i_up] / h)), support_hi)
         w_lo = max(int(math.floor(dn[i_dn] / h)), support_lo)
         w_lo, w_hi = min(w_lo, -2), max(w_hi, 2)

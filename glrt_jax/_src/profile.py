@@ -42,7 +42,8 @@ from jax import lax
 from jax.scipy.special import log_ndtr, logsumexp, ndtri
 
 from glrt_jax._src import ncx2
-from glrt_jax._src.ncx2 import _log1mexp, _log_poisson, _promote
+from glrt_jax._src.ncx2 import _log1mexp, _log_poisson
+from glrt_jax._src.shapes import bucketed
 from glrt_jax._src.validation import check_range
 
 _NEWTON = 80
@@ -362,39 +363,6 @@ _jit_glrt_log_delta = jax.jit(lambda e, m, d: _glrt_log_delta(e, m * m, d))
 _jit_npo_eps = jax.jit(_npo_epsilon)
 _jit_glrt_eps = jax.jit(_glrt_epsilon)
 
-# Inputs are broadcast, flattened and padded (with copies of their first element) to a
-# power-of-two length of at least _MIN_BUCKET (a single point stays at length 1), so every
-# input shape of a size class shares one compilation (the GLRT programs take seconds to
-# compile).
-_MIN_BUCKET = 16
-
-
-def _bucket(n: int) -> int:
-    # A single point keeps its own program: padding it to 16 would cost 3-4x its latency.
-    if n == 1:
-        return 1
-    return max(_MIN_BUCKET, 1 << max(0, (n - 1).bit_length()))
-
-
-def _bucketed(fn, *args):
-    if any(isinstance(a, jax.core.Tracer) for a in args):
-        xp, args = jnp, _promote(*args)
-    else:  # concrete: pad with numpy (eager jax ops cost ~50 µs each)
-        dtype = jnp.result_type(*args)
-        if not jnp.issubdtype(dtype, jnp.inexact):
-            dtype = jnp.result_type(float)
-        xp, args = np, np.broadcast_arrays(*[np.asarray(a, dtype) for a in args])
-    shape = args[0].shape
-    n = math.prod(shape)
-    if n == 0:
-        return fn(*args)
-    size = _bucket(n)
-    flat = [xp.ravel(a) for a in args]
-    if size > n:
-        flat = [xp.concatenate([f, xp.broadcast_to(f[:1], (size - n,))]) for f in flat]
-    out = fn(*flat)
-    return out if size == n and len(shape) == 1 else out[:n].reshape(shape)
-
 
 def _check_mu_d(mu, d=None):
     check_range("mu", mu, lo=0.0)
@@ -406,7 +374,7 @@ def npo_log_delta(eps, mu):
     """log δ(ε) of the NPO adversary: see :func:`npo_delta`. Finite below 1e-308."""
     check_range("eps", eps, lo=0.0)
     _check_mu_d(mu)
-    return _bucketed(_jit_npo_log_delta, eps, mu)
+    return bucketed(_jit_npo_log_delta, eps, mu)
 
 
 def npo_delta(eps, mu):
@@ -435,7 +403,7 @@ def glrt_log_delta(eps, mu, d):
     """log δ(ε) of the GLRT adversary: see :func:`glrt_delta`. Finite below 1e-308."""
     check_range("eps", eps, lo=0.0)
     _check_mu_d(mu, d)
-    return _bucketed(_jit_glrt_log_delta, eps, mu, d)
+    return bucketed(_jit_glrt_log_delta, eps, mu, d)
 
 
 def glrt_delta(eps, mu, d):
@@ -479,7 +447,7 @@ def npo_epsilon(delta, mu):
     """
     check_range("delta", delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
     _check_mu_d(mu)
-    return _bucketed(_jit_npo_eps, jnp.log(delta), mu)
+    return bucketed(_jit_npo_eps, jnp.log(delta), mu)
 
 
 def glrt_epsilon(delta, mu, d):
@@ -500,4 +468,4 @@ def glrt_epsilon(delta, mu, d):
     """
     check_range("delta", delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
     _check_mu_d(mu, d)
-    return _bucketed(_jit_glrt_eps, jnp.log(delta), mu, d)
+    return bucketed(_jit_glrt_eps, jnp.log(delta), mu, d)

@@ -104,6 +104,7 @@ from jax.scipy.special import ndtr, ndtri
 from jax.typing import ArrayLike
 
 from glrt_jax._src import ncx2
+from glrt_jax._src.shapes import bucket
 from glrt_jax._src.validation import check_range
 
 __all__ = [
@@ -451,12 +452,6 @@ def _glrt_core(alpha, mu, d, closed_form):
 
 _COMPILED: collections.OrderedDict = collections.OrderedDict()
 _COMPILED_MAX = 16
-_MIN_BUCKET = 16
-
-
-def _bucket(n: int) -> int:
-    """Padded length: the next power of two (at least ``_MIN_BUCKET``)."""
-    return max(_MIN_BUCKET, 1 << max(0, (n - 1).bit_length()))
 
 
 def _run_core(alpha, mu, d, closed_form=True):
@@ -472,7 +467,7 @@ def _run_core(alpha, mu, d, closed_form=True):
     alpha, mu, d = jnp.broadcast_arrays(alpha, mu, d)
     shape = alpha.shape
     n = math.prod(shape)
-    size = _bucket(n)
+    size = bucket(n)
     pads = (0.5, 1.0, 1.0)
     flat = [
         jnp.concatenate([jnp.ravel(a), jnp.full((size - n,), v, a.dtype)])

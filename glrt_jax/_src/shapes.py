@@ -1,0 +1,68 @@
+"""Shape buckets: one compilation per size class instead of one per input shape.
+
+The programs of this library (mixture sums, Newton solvers) take seconds to compile,
+and ``jax.jit`` compiles once per input shape. Eager calls therefore broadcast their
+inputs, flatten them and pad them to a power-of-two length, so that every input shape
+of a size class shares one executable. Padding repeats the first element, which is
+a valid point whenever the real inputs are (its results are discarded).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+MIN_BUCKET = 16
+
+
+def bucket(n: int, minimum: int = MIN_BUCKET) -> int:
+    """The padded length for ``n`` points: the next power of two, at least ``minimum``."""
+    return max(minimum, 1 << max(0, (n - 1).bit_length()))
+
+
+def _common_dtype(args):
+    dtype = jnp.result_type(*args)
+    if not jnp.issubdtype(dtype, jnp.inexact):
+        dtype = jnp.result_type(float)
+    return dtype
+
+
+def _on_accelerator(a) -> bool:
+    return isinstance(a, jax.Array) and any(d.platform != "cpu" for d in a.devices())
+
+
+def bucketed(fn: Callable, *args, keep_single: bool = True):
+    """``fn(*args)`` for an elementwise ``fn`` of 1-D arrays, on padded flat inputs.
+
+    Args:
+      fn: maps equal-length 1-D arrays to one array of that length (or a tuple).
+      *args: broadcastable array-likes.
+      keep_single: a single point keeps its own program (padding it to
+        ``MIN_BUCKET`` would cost several times its latency).
+
+    Returns:
+      ``fn``'s output(s) in the broadcast shape of ``args``. Traced inputs (inside
+      ``jit``, ``vmap`` or a derivative) are only flattened: their shape is already
+      fixed by the enclosing transformation.
+    """
+    if any(isinstance(a, jax.core.Tracer) or _on_accelerator(a) for a in args):
+        xp = jnp  # traced, or data that should stay on its device
+    else:
+        xp = np  # eager jnp ops cost tens of microseconds each
+    dtype = _common_dtype(args)
+    args = xp.broadcast_arrays(*[xp.asarray(a, dtype) for a in args])
+    shape = args[0].shape
+    n = math.prod(shape)
+    traced = any(isinstance(a, jax.core.Tracer) for a in args)
+    size = n if traced or n == 0 or (keep_single and n == 1) else bucket(n)
+    flat = [xp.ravel(a) for a in args]
+    if size > n:
+        flat = [xp.concatenate([f, xp.broadcast_to(f[:1], (size - n,))]) for f in flat]
+    out = fn(*flat)
+    if isinstance(out, tuple):
+        return tuple(o[:n].reshape(shape) for o in out)
+    return out[:n].reshape(shape)
