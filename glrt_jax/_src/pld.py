@@ -104,7 +104,9 @@ import jax.extend
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
-from jax.scipy.special import erfc, gammaln, logsumexp
+from jax.scipy.special import erfc, logsumexp
+
+from glrt_jax._src.llr import threshold
 
 __all__ = [
     "Bounds",
@@ -126,9 +128,8 @@ _EPS64 = float(np.finfo(np.float64).eps)
 _LOG_INV_ETA_REF = 21.0
 # Fractions of the target δ tried as the Hoeffding slack η in the lower bounds.
 _ETA_FRACTIONS = (0.3, 0.1, 3e-2, 1e-2, 3e-3, 1e-3, 1e-4, 1e-6)
-# Bisection steps for the per-round loss range; Newton steps for ℓ⁻¹ (dim > 1).
+# Bisection steps for the per-round loss range.
 _BISECT_ITERS = 80
-_NEWTON_ITERS = 8
 # Bins of the coarse per-round pmfs used for the tail bounds (fixed shape).
 _COARSE_BINS = 4096
 # Row length of the two-level suffix sums.
@@ -309,58 +310,6 @@ def _ncx2_module():
     return ncx2
 
 
-def _chi2_logpdf(t, d):
-    a = 0.5 * d
-    return (a - 1.0) * jnp.log(t) - 0.5 * t - a * _LOG2 - gammaln(a)
-
-
-def _glrt_loss(t, d, lam):
-    """ℓ(t) = log ncx2.pdf(t; d, λ) − log χ²_d.pdf(t), and t·dℓ/dt."""
-    ncx2 = _ncx2_module()
-    # One call for df = d and d + 2 (keeps the compiled program small).
-    lp = ncx2.logpdf(t, jnp.stack([jnp.full_like(t, d), jnp.full_like(t, d + 2.0)]), lam)
-    # dℓ/dt = (λ/(2t)) pdf_{d+2}(t)/pdf_d(t).
-    return lp[0] - _chi2_logpdf(t, d), 0.5 * lam * jnp.exp(lp[1] - lp[0])
-
-
-@jax.custom_jvp
-def _glrt_threshold(b, lam, d):
-    """t = ℓ⁻¹(b) for b > −λ/2 (scalar λ and d), by Newton in s = log t.
-
-    With z = λt/4 and a = d/2, ℓ + λ/2 = g(z) = log ₀F₁(; a; z) = log Σ_k c_k e^{ks} is
-    convex and increasing in s, so Newton converges from any start (after one step,
-    monotonically from above). The start is the larger of two approximations of the
-    root: z = a(b + λ/2) (a lower bound, since ₀F₁(;a;z) ≤ e^{z/a}) and the root of the
-    large-z form g ≈ 2√z − (2a − 1)/4 log z + log Γ(a) − log(4π)/2; from there a few
-    steps reach full precision (checked against mpmath over d ∈ [2, 1000]). The
-    derivative is implicit (never through the loop).
-    """
-    a = 0.5 * d
-    v = b + 0.5 * lam
-    s_small = jnp.log(a * v)
-    c, k = 0.25 * (2.0 * a - 1.0), gammaln(a) - 0.5 * math.log(4.0 * math.pi)
-    z = (0.5 * jnp.maximum(v, 1e-3)) ** 2
-    for _ in range(4):  # fixed point of √z = (v + c log z − k)/2
-        z = jnp.maximum(0.5 * (v + c * jnp.log(z) - k), 1e-3) ** 2
-    s = jnp.maximum(s_small, jnp.log(z)) + math.log(4.0) - jnp.log(lam)
-
-    def body(_, s):
-        loss, slope = _glrt_loss(jnp.exp(s), d, lam)
-        return s + jnp.clip((b - loss) / jnp.maximum(slope, 1e-300), -30.0, 30.0)
-
-    return jnp.exp(lax.fori_loop(0, _NEWTON_ITERS, body, s))
-
-
-@_glrt_threshold.defjvp
-def _glrt_threshold_jvp(primals, tangents):
-    b, lam, d = primals
-    db, dlam, _ = tangents
-    t = _glrt_threshold(b, lam, d)
-    _, t_slope = _glrt_loss(t, d, lam)  # t·∂ℓ/∂t = (λ/2) r,  ∂ℓ/∂λ = (r − 1)/2
-    r = 2.0 * t_slope / lam
-    return t, (db - 0.5 * (r - 1.0) * dlam) * t / t_slope
-
-
 def _glrtd_base_tails(mu, b, d):
     """General d through glrt_jax.ncx2: tails of T at t = ℓ⁻¹(b)."""
     ncx2 = _ncx2_module()
@@ -368,7 +317,7 @@ def _glrtd_base_tails(mu, b, d):
     v = b + 0.5 * lam
     pos = (v > 0) & jnp.isfinite(v)
     vf = jnp.clip(jnp.where(jnp.isfinite(v), v, 0.0), 1e-12 * lam, None)
-    t = _glrt_threshold(vf - 0.5 * lam, lam, jnp.asarray(float(d)))
+    t = threshold(vf - 0.5 * lam, lam, float(d))
     # One logsf call for P = ncx2(d, λ) and Q = χ²_d together; the cdf is its
     # complement, used only where it is the larger tail.
     nc = jnp.stack([jnp.broadcast_to(lam, t.shape), jnp.zeros_like(t)])

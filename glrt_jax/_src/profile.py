@@ -37,18 +37,16 @@ import math
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jax import lax
-from jax.scipy.special import log_ndtr, logsumexp, ndtri
+from jax.scipy.special import log_ndtr, ndtri
 
 from glrt_jax._src import ncx2
+from glrt_jax._src.llr import threshold
 from glrt_jax._src.ncx2 import _log1mexp, _log_poisson
 from glrt_jax._src.shapes import bucketed
 from glrt_jax._src.validation import check_range
 
 _NEWTON = 80
-# Largest Newton step on log c in the threshold solver.
-_MAX_LOG_STEP = 2.0
 
 
 # ---------------------------------------------------------------------------
@@ -85,66 +83,14 @@ def _npo_log_delta(eps, mu):
 
 
 # ---------------------------------------------------------------------------
-# GLRT: tangent thresholds
+# GLRT: δ at the tangent thresholds (glrt_jax._src.llr.threshold)
 # ---------------------------------------------------------------------------
 
 
-def _llr(t, lam, d):
-    """ℓ(t) and dℓ/dt for the statistic T (t > 0); one stacked ncx2.logpdf call (flat t)."""
-    n = t.shape[0]
-    lp = ncx2.logpdf(
-        jnp.concatenate([t, t, t]),
-        jnp.concatenate([d, d, d + 2.0]),
-        jnp.concatenate([lam, jnp.zeros_like(lam), lam]),
-    )
-    lpdf, l0, l2 = lp[:n], lp[n : 2 * n], lp[2 * n :]
-    return lpdf - l0, 0.5 * lam / t * jnp.exp(l2 - lpdf)
-
-
-def _threshold(target, lam, d):
-    """c > 0 with ℓ(c) = target (target > −λ/2), by safeguarded Newton on u = log c.
-
-    With r = target + λ/2, the bounds log ₀F₁(; b; z) ≤ min(z/b, 2√z) give
-    ℓ(t) ≤ −λ/2 + min(λt/(2d), √(λt)), hence c ≥ max(2dr/λ, r²/λ): we start there.
-    ℓ is increasing and convex in u, so after the first step (which overshoots to the
-    right of the root) Newton decreases monotonically to it; steps are capped at
-    ``_MAX_LOG_STEP`` in u, and a bracket with bisection keeps every iterate safe. (An
-    uncapped first step from a poor start can land at t ~ 1e18, where dℓ/dt formed
-    from log-densities of size ~t is meaningless and Newton stalls.)
-    """
-    lam_s = jnp.where(lam > 0, lam, 1.0)
-    r = target + 0.5 * lam_s
-    c_lo = jnp.maximum(2.0 * d * r / lam_s, r * r / lam_s)
-    u0 = jnp.log(jnp.maximum(c_lo, jnp.finfo(c_lo.dtype).tiny))
-    eps = float(jnp.finfo(c_lo.dtype).eps)
-
-    def cond(st):
-        i, u, lo, hi, done = st
-        return jnp.any(~done) & (i < _NEWTON)
-
-    def body(st):
-        i, u, lo, hi, done = st
-        t = jnp.exp(u)
-        ell, dell = _llr(t, lam_s, d)
-        f = ell - target
-        hi = jnp.where(f > 0, jnp.minimum(hi, u), hi)
-        lo = jnp.where(f <= 0, jnp.maximum(lo, u), lo)
-        un = u - jnp.clip(f / (dell * t), -_MAX_LOG_STEP, _MAX_LOG_STEP)
-        ok = (un >= lo) & (un <= hi) & jnp.isfinite(un)
-        ub = jnp.where(jnp.isfinite(hi), 0.5 * (lo + hi), u + 1.0)
-        un = jnp.where(ok, un, ub)
-        conv = (jnp.abs(un - u) <= 16 * eps * jnp.maximum(1.0, jnp.abs(u))) | (f == 0)
-        return i + 1, jnp.where(done, u, un), lo, hi, done | conv
-
-    init = (0, u0, u0, jnp.full_like(u0, jnp.inf), jnp.zeros(u0.shape, bool))
-    _, u, _, _, _ = lax.while_loop(cond, body, init)
-    return jnp.exp(u)
-
-
-# Terms of the tail-gap series and Poisson weights kept for its tail sums P(J > i).
+# Terms of the tail-gap series; the Poisson tail ratios start this many indices further
+# (where, with m ≤ _GAP_MAX_M, the start value's error has decayed below 1e-20).
 _GAP_TERMS = 48
-_GAP_WEIGHTS = 96
-_GAP_LGAMMA = np.asarray([math.lgamma(j + 1.0) for j in range(1, _GAP_WEIGHTS + 1)])
+_GAP_TAIL_START = _GAP_TERMS + 40
 # The series is used where its last term is below e^-40 of the sum and λ/2 ≤ 16.
 _GAP_LOG_TOL = -40.0
 _GAP_MAX_M = 16.0
@@ -155,26 +101,39 @@ _GAP_CANCEL = 0.25
 def _log_tail_gap(t, d, lam):
     """log(Ψ_λ(t) − Ψ_0(t)) as a sum of positive terms, and where it is valid.
 
-    With a = d/2, y = t/2, J ~ Poisson(λ/2) and g(b, y) = y^b e^{−y}/Γ(b + 1), the
-    recurrence Q(b + 1, y) = Q(b, y) + g(b, y) of the regularised upper gamma gives
+    With a = d/2, y = t/2, J ~ Poisson(m), m = λ/2, w_j = P(J = j) and
+    g(b, y) = y^b e^{−y}/Γ(b + 1), the recurrence Q(b + 1, y) = Q(b, y) + g(b, y) of
+    the regularised upper gamma gives
 
-        Ψ_λ(t) − Ψ_0(t) = Σ_j P(J = j) [Q(a + j, y) − Q(a, y)] = Σ_{i≥0} g(a + i, y) P(J > i),
+        Ψ_λ(t) − Ψ_0(t) = Σ_j w_j [Q(a + j, y) − Q(a, y)] = Σ_{i≥0} g(a + i, y) P(J > i),
 
-    which has no cancellation (it is also Φ_0(t) − Φ_λ(t)). _GAP_TERMS terms are
-    summed in log space; ``ok`` is False where the series has not converged.
+    which has no cancellation (it is also Φ_0(t) − Φ_λ(t)). Writing
+    P(J > i) = w_{i+1} R_i, the tail ratios obey R_i = 1 + m R_{i+1}/(i + 2) (run
+    downwards: bounded, no cancellation), and the term ratios are
+    ρ_i = y m / ((a + i)(i + 1)), so the sum is g(a, y) w_1 Σ_i (ρ_1 ⋯ ρ_i) R_i,
+    evaluated by Horner's rule: only multiplications and additions, no exp or log per
+    term. ``ok`` is False where the _GAP_TERMS terms have not converged.
     """
-    dtype = t.dtype
     a, y, m = 0.5 * d, 0.5 * t, 0.5 * lam
-    j = jnp.arange(1, _GAP_WEIGHTS + 1, dtype=dtype)
-    log_w = -m[..., None] + j * jnp.log(m)[..., None] - jnp.asarray(_GAP_LGAMMA, dtype)
-    log_tail = lax.cumlogsumexp(log_w, axis=log_w.ndim - 1, reverse=True)[..., :_GAP_TERMS]
-    k = jnp.arange(1, _GAP_TERMS, dtype=dtype)
-    steps = jnp.log(y[..., None] / (a[..., None] + k))
-    log_ratio = jnp.concatenate([jnp.zeros_like(y)[..., None], jnp.cumsum(steps, axis=-1)], -1)
-    terms = log_tail + log_ratio
-    total = logsumexp(terms, axis=-1)
-    ok = (terms[..., -1] - total < _GAP_LOG_TOL) & (m <= _GAP_MAX_M) & (y > 0)
-    return _log_poisson(a, y) + total, ok
+    r = jnp.ones_like(m)
+    ratios = [None] * _GAP_TERMS
+    for i in range(_GAP_TAIL_START, -1, -1):
+        r = 1.0 + m * r * (1.0 / (i + 2.0))
+        if i < _GAP_TERMS:
+            ratios[i] = r
+    ym = y * m
+    rho = [ym / ((a + i) * (i + 1.0)) for i in range(1, _GAP_TERMS)]
+    total = ratios[-1]
+    for i in range(_GAP_TERMS - 2, -1, -1):
+        total = ratios[i] + rho[i] * total
+    last = ratios[-1]
+    for q in rho:
+        last = last * q
+    ok = (last < math.exp(_GAP_LOG_TOL) * total) & (m <= _GAP_MAX_M) & (y > 0)
+    ok = ok & jnp.isfinite(total) & (m > 0)
+    ms = jnp.where(m > 0, m, 1.0)
+    log_w1 = jnp.log(ms) - ms
+    return _log_poisson(a, y) + log_w1 + jnp.log(total), ok
 
 
 def _log_delta_branch(eps, log_big, log_small, log_gap, ok):
@@ -211,7 +170,7 @@ def _glrt_parts_flat(eps, lam, d):
     has_swap = pos & (eps < 0.5 * lam)
     eps_s = jnp.where(has_swap, eps, 0.0)
     lam2, d2 = jnp.concatenate([lam_s, lam_s]), jnp.concatenate([d, d])
-    cc = _threshold(jnp.concatenate([eps, -eps_s]), lam2, d2)
+    cc = threshold(jnp.concatenate([eps, -eps_s]), lam2, d2)
     c, c2 = cc[:n], cc[n:]
     zero = jnp.zeros_like(lam_s)
     # R: Ψ_λ(c), Ψ_0(c); R': Φ_0(c'), Φ_λ(c').

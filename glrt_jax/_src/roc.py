@@ -104,6 +104,7 @@ from jax.scipy.special import ndtr, ndtri
 from jax.typing import ArrayLike
 
 from glrt_jax._src import ncx2
+from glrt_jax._src.llr import threshold
 from glrt_jax._src.shapes import bucket
 from glrt_jax._src.validation import check_range
 
@@ -123,10 +124,6 @@ _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 # width * (1 + max |endpoint|) <= 2).
 _GL_X, _GL_W = np.polynomial.legendre.leggauss(20)
 _BAND_NARROW = 2.0
-# Terms of the ₀F₁ series used for z ≤ b (each term ≤ 1/k!).
-_SERIES_TERMS = 24
-# Newton iterations for ℓ(c₁) = 0 (quadratic convergence; typically < 8 are used).
-_NEWTON_MAX = 60
 # R'(α) = α e^{λ/2} once λ t' ≤ _TINY_T (d + 2).
 _TINY_T = 1e-17
 
@@ -214,41 +211,6 @@ def _clip_roc(r, alpha, upper):
     return jnp.clip(r, 0.0, 1.0 - alpha)
 
 
-def _llr_parts(t, d, lam):
-    """``(ℓ(t), ∂ℓ/∂log t)`` for the ncx2(d, λ)/χ²_d pair (used by the c₁ Newton solve).
-
-    ``ℓ(t) = −λ/2 + log ₀F₁(; b; z)`` with ``b = d/2`` and ``z = λt/4``. For
-    ``z ≤ b`` the ₀F₁ series is summed directly (no cancellation when ``λ`` is
-    small); otherwise ``ℓ`` is a difference of :func:`ncx2.logpdf` values.
-    ``∂ℓ/∂log t = (λ/2) f(t; d + 2, λ)/f(t; d, λ)``.
-    """
-    b = 0.5 * d
-    tt = jnp.where(jnp.isfinite(t), t, 1.0)
-    z = 0.25 * lam * tt
-    series = z <= b
-    zs = jnp.where(series, z, 0.0)
-    term = jnp.ones_like(zs)
-    s = jnp.zeros_like(zs)
-    ds = jnp.zeros_like(zs)
-    for k in range(1, _SERIES_TERMS + 1):
-        term = term * zs / (k * (b + k - 1))
-        s = s + term
-        ds = ds + k * term
-    ell_series = -0.5 * lam + jnp.log1p(s)
-    du_series = ds / (1.0 + s)
-    # One stacked call: log f(t; d, λ), log f(t; d, 0), log f(t; d + 2, λ).
-    zero = jnp.zeros_like(lam)
-    lp = ncx2.logpdf(
-        jnp.stack([tt, tt, tt]), jnp.stack([d, d, d + 2.0]), jnp.stack([lam, zero, lam])
-    )
-    ell_pdf = lp[0] - lp[1]
-    du_pdf = 0.5 * lam * jnp.exp(lp[2] - lp[0])
-    ell = jnp.where(series, ell_series, ell_pdf)
-    du = jnp.where(series, du_series, du_pdf)
-    ell = jnp.where(jnp.isposinf(t), jnp.inf, ell)
-    return ell, du
-
-
 # ---------------------------------------------------------------------------
 # NPO
 # ---------------------------------------------------------------------------
@@ -287,33 +249,6 @@ def _npo_impl(alpha, mu, upper):
 # ---------------------------------------------------------------------------
 # GLRT: one core evaluates R, R', R_s (values, trade-offs and slopes)
 # ---------------------------------------------------------------------------
-
-
-def _crossing_threshold(lam, d):
-    """``c₁ > 0`` with ``ℓ(c₁) = 0`` (the densities of χ²_d and ncx2(d, λ) cross); λ > 0.
-
-    Newton on ``u = log t``: ``ℓ(e^u)`` is increasing and convex in ``u``, and
-    ``ℓ ≤ 0`` at ``t₀ = max(d, λ/4)`` (from ``log ₀F₁(; b; z) ≤ min(z/b, 2√z)``),
-    so after the first step the iterates decrease monotonically to the root.
-    """
-    tol = 4.0 * float(jnp.finfo(lam.dtype).eps)
-    u0 = jnp.log(jnp.maximum(d, 0.25 * lam))
-
-    def cond(state):
-        _, it, done = state
-        return jnp.any(~done) & (it < _NEWTON_MAX)
-
-    def body(state):
-        u, it, done = state
-        ell, du = _llr_parts(jnp.exp(u), d, lam)
-        step = jnp.where(du > 0, -ell / du, 0.0)
-        step = jnp.clip(step, -20.0, 20.0)
-        step = jnp.where(done | ~jnp.isfinite(step), 0.0, step)
-        new_done = done | (jnp.abs(step) <= tol * jnp.maximum(jnp.abs(u), 1.0))
-        return u + step, it + 1, new_done
-
-    u, _, _ = lax.while_loop(cond, body, (u0, jnp.asarray(0), jnp.zeros(u0.shape, bool)))
-    return jnp.exp(u)
 
 
 def _llr_from_logpdfs(t, lp_lam, lp_0, lam):
@@ -379,7 +314,7 @@ def _glrt_core(alpha, mu, d, closed_form):
 
     # Crossing point of the densities (slope-1 points of R and R'). Its derivative
     # is never needed: by the envelope theorem ∂τ/∂λ = ∂Ψ_λ(c₁)/∂λ at fixed c₁.
-    c1 = _crossing_threshold(lam_s, d)
+    c1 = threshold(jnp.zeros_like(lam_s), lam_s, d)  # ℓ(c₁) = 0: the densities cross
 
     # Thresholds t = Ψ_0⁻¹(α) and t' = Φ_λ⁻¹(α) = Ψ_λ⁻¹(1 − α), in one call.
     thr = ncx2.logisf(
