@@ -36,6 +36,8 @@ import numpy as np
 
 jax.config.update("jax_enable_x64", True)
 
+from _timing import best as _best  # noqa: E402
+
 from glrt_jax import pld  # noqa: E402
 
 DELTA = 1e-5
@@ -46,15 +48,6 @@ def _version(dist):
         return importlib.metadata.version(dist)
     except importlib.metadata.PackageNotFoundError:
         return "not installed"
-
-
-def _best(fn, repeat):
-    best, out = float("inf"), None
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = jax.block_until_ready(fn())
-        best = min(best, time.perf_counter() - t0)
-    return best, out
 
 
 def _peak_python(fn):
@@ -76,8 +69,11 @@ def _dp_accounting(sigma, q, steps, interval):
     from dp_accounting.pld import pld_privacy_accountant
 
     acc = pld_privacy_accountant.PLDAccountant(value_discretization_interval=interval)
-    acc.compose(dp_accounting.SelfComposedDpEvent(
-        dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(sigma)), steps))
+    acc.compose(
+        dp_accounting.SelfComposedDpEvent(
+            dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(sigma)), steps
+        )
+    )
     return acc.get_epsilon(DELTA)
 
 
@@ -85,8 +81,9 @@ def _prv(sigma, q, steps, eps_error):
     from prv_accountant import PoissonSubsampledGaussianMechanism, PRVAccountant
 
     prv = PoissonSubsampledGaussianMechanism(sampling_probability=q, noise_multiplier=sigma)
-    acc = PRVAccountant(prvs=[prv], max_self_compositions=[steps], eps_error=eps_error,
-                        delta_error=DELTA / 1000)
+    acc = PRVAccountant(
+        prvs=[prv], max_self_compositions=[steps], eps_error=eps_error, delta_error=DELTA / 1000
+    )
     return acc.compute_epsilon(DELTA, [steps])[2]  # (lower, estimate, upper)
 
 
@@ -111,8 +108,9 @@ def _row(name, seconds, eps, ref, peak, base):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--no-fine-reference", action="store_true",
-                    help="skip dp_accounting at 1e-5 (about 10 s)")
+    ap.add_argument(
+        "--no-fine-reference", action="store_true", help="skip dp_accounting at 1e-5 (about 10 s)"
+    )
     args = ap.parse_args(argv)
     dev = jax.devices()[0]
     cpu = platform.processor() or platform.machine()
@@ -122,8 +120,10 @@ def main(argv=None):
     except (OSError, StopIteration):
         pass
     print(f"device: {dev.platform} ({dev.device_kind}), {cpu}, {os.cpu_count()} cores")
-    print(f"jax {jax.__version__}, dp_accounting {_version('dp-accounting')}, "
-          f"prv_accountant {_version('prv-accountant')}, numpy {np.__version__}")
+    print(
+        f"jax {jax.__version__}, dp_accounting {_version('dp-accounting')}, "
+        f"prv_accountant {_version('prv-accountant')}, numpy {np.__version__}"
+    )
     print(f"δ = {DELTA:g}, warm timings (best of {args.repeat})\n")
 
     # ------------------------------------------------------------ DP-SGD, NPO
@@ -160,12 +160,16 @@ def main(argv=None):
     mem_prv = _peak_python(lambda: _prv(sigma, q, steps, 0.01))
 
     print(f"### DP-SGD case: σ = {sigma}, q = {q}, N = {steps}, NPO, add/remove\n")
-    print(f"reference ε (smallest known upper bound) = {ref:.7f}; ours: "
-          f"[{float(b_auto.lower):.5f}, {float(b_auto.upper):.5f}] "
-          f"(width {float(b_auto.upper - b_auto.lower):.4f}), "
-          f"estimate {float(b_auto.estimate):.7f}")
-    print(f"compile: auto-grid call {compile_auto:.1f} s, fixed-grid ε {compile_fixed:.1f} s, "
-          f"ε + dε/dσ {compile_grad:.1f} s; dε/dσ = {float(g_grad):.5f}\n")
+    print(
+        f"reference ε (smallest known upper bound) = {ref:.7f}; ours: "
+        f"[{float(b_auto.lower):.5f}, {float(b_auto.upper):.5f}] "
+        f"(width {float(b_auto.upper - b_auto.lower):.4f}), "
+        f"estimate {float(b_auto.estimate):.7f}"
+    )
+    print(
+        f"compile: auto-grid call {compile_auto:.1f} s, fixed-grid ε {compile_fixed:.1f} s, "
+        f"ε + dε/dσ {compile_grad:.1f} s; dε/dσ = {float(g_grad):.5f}\n"
+    )
     print("| method | time (ms) | speed-up vs dp_accounting | ε (upper) | ε − ref | peak MiB |")
     print("|---|---|---|---|---|---|")
     print(_row("dp_accounting PLD (1e-4)", t_dp, e_dp, ref, mem_dp, None))
@@ -176,8 +180,10 @@ def main(argv=None):
     print(_row("ours, fixed grid, ε + dε/dσ (grad)", t_grad, float(e_grad), ref, mem_grad, t_dp))
     print(_row("ours, fixed grid, ε + dε/dσ (jvp)", t_jvp, float(e_fixed), ref, None, t_dp))
     print()
-    print(f"ε + dε/dσ vs ε alone: {t_grad / t_fixed:.2f}× (reverse), {t_jvp / t_fixed:.2f}× (jvp); "
-          f"prv_accountant (0.01) / ours (auto grid): {t_prv / t_auto:.1f}×\n")
+    print(
+        f"ε + dε/dσ vs ε alone: {t_grad / t_fixed:.2f}× (reverse), {t_jvp / t_fixed:.2f}× (jvp); "
+        f"prv_accountant (0.01) / ours (auto grid): {t_prv / t_auto:.1f}×\n"
+    )
 
     # ------------------------------------------------ GLRT next to NPO
     print("### GLRT (d = 1, per round) next to NPO\n")
@@ -192,8 +198,10 @@ def main(argv=None):
             t_a, b = _best(lambda block=block: pld.epsilon_for_delta(block, DELTA), args.repeat)
             t_f, _ = _best(lambda f=f, sigma=sigma: f(sigma), args.repeat)
             times[(sigma, adversary)] = t_f
-            print(f"| σ={sigma:g}, q={q:g}, N={steps} | {adversary} | {t_a * 1e3:.1f} | "
-                  f"{t_f * 1e3:.1f} | {float(b.lower):.4f} | {float(b.upper):.4f} |")
+            print(
+                f"| σ={sigma:g}, q={q:g}, N={steps} | {adversary} | {t_a * 1e3:.1f} | "
+                f"{t_f * 1e3:.1f} | {float(b.lower):.4f} | {float(b.upper):.4f} |"
+            )
     print()
     for sigma in (6.0, 1.0):
         ratio = times[(sigma, "glrt")] / times[(sigma, "npo")]

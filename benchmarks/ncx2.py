@@ -25,19 +25,11 @@ from scipy.stats import ncx2 as sp_ncx2
 
 jax.config.update("jax_enable_x64", True)
 
+from _timing import best as _best  # noqa: E402
+
 from glrt_jax import ncx2  # noqa: E402
 
 CASES = [(1.0, 1.0), (10.0, 36.0), (300.0, 1e3), (10.0, 1e5)]
-
-
-def _best(fn, repeat=3):
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = fn()
-        jax.block_until_ready(out)
-        best = min(best, time.perf_counter() - t0)
-    return best, out
 
 
 def _points(df, nc, n, rng):

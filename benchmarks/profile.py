@@ -31,6 +31,8 @@ import numpy as np
 
 jax.config.update("jax_enable_x64", True)
 
+from _timing import best as _best  # noqa: E402
+
 from glrt_jax import profile  # noqa: E402
 
 
@@ -39,15 +41,6 @@ def _version(dist):
         return importlib.metadata.version(dist)
     except importlib.metadata.PackageNotFoundError:
         return None
-
-
-def _best(fn, repeat):
-    best, out = float("inf"), None
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = jax.block_until_ready(fn())
-        best = min(best, time.perf_counter() - t0)
-    return best, out
 
 
 def _first(fn):
