@@ -177,6 +177,53 @@ def test_grid_quantiles(kind, fn, key):
 
 
 # ---------------------------------------------------------------------------
+# The saddle-point contour rule (large df + 2 nc): its switches, against mpmath.
+# ---------------------------------------------------------------------------
+
+
+def _mp_reference():
+    import importlib.util
+
+    path = pathlib.Path(__file__).parent / "reference" / "mp_ncx2.py"
+    spec = importlib.util.spec_from_file_location("mp_ncx2", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+# z-scores (x = mean + z sd) on both sides of each switch of the rule: the line
+# moved off the saddle near the mean (|z| ~ 1), pole correction or finer step
+# (|z| ~ 4), deep tails; (df, nc) from near the κ = 150 boundary to large nc.
+_CONTOUR_Z = [-14.0, -11.0, -4.0, -1.1, -0.9, -1e-3, 0.0, 1e-3, 0.9, 1.1, 3.9, 4.1, 12.0, 30.0]
+
+
+@pytest.mark.parametrize("df,nc", [(400.0, 0.0), (60.0, 200.0), (300.0, 1e3), (3.0, 2e4)])
+def test_contour_rule_against_mpmath(df, nc):
+    from glrt_jax._src import ncx2 as impl
+
+    ref = _mp_reference()
+    mean, sd = df + nc, math.sqrt(2 * (df + 2 * nc))
+    x = np.array([mean + z * sd for z in _CONTOUR_Z])
+    x = x[x > 0]
+    xj = jnp.asarray(x)
+    k, lam = jnp.full_like(xj, df), jnp.full_like(xj, nc)
+    *_, ok = impl._contour(xj, k, lam, True)
+    # The rule must serve most of these points, or this test tests nothing.
+    assert int(ok.sum()) >= len(x) // 2, np.asarray(ok)
+    got = {n: np.asarray(getattr(ncx2, n)(xj, df, nc)) for n in ("logsf", "logcdf", "logpdf")}
+    for i, xi in enumerate(x):
+        want = ref.evaluate(float(xi), df, nc)
+        for n, g in got.items():
+            r = float(want[n])
+            assert abs(g[i] - r) <= 1e-13 * max(1.0, abs(r)), (n, df, nc, xi, g[i], r)
+        for n in ("sf", "cdf", "pdf"):
+            r = want[n]
+            if r >= mp.mpf("1e-300"):
+                g = float(getattr(ncx2, n)(xi, df, nc))
+                assert _rel(g, float(r)) <= 1e-12, (n, df, nc, xi, g, r)
+
+
+# ---------------------------------------------------------------------------
 # Agreement with scipy where scipy is accurate, and quantile round trips.
 # ---------------------------------------------------------------------------
 

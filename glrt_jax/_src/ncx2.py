@@ -476,6 +476,182 @@ def _d1_logpdf(x, nc):
 
 
 # ---------------------------------------------------------------------------
+# Saddle-point contour integral: O(1) work per point once k + 2λ is large.
+#
+# With the cumulant generating function K(s) = −(k/2) log(1 − 2s) + λ s/(1 − 2s),
+#   sf(x)  =  (1/2πi) ∫ e^{K(s) − s x} ds / s   along Re s = c ∈ (0, ½),
+#   cdf(x) = −(1/2πi) ∫ e^{K(s) − s x} ds / s   along Re s = c < 0,
+#   pdf(x) =  (1/2πi) ∫ e^{K(s) − s x} ds        along any Re s = c < ½.
+# The line goes through the saddle point K'(c) = x (a quadratic in 1/(1 − 2c)),
+# so the smaller tail is computed directly and, in log space, far into the tail.
+# With v = 1/(1 − 2c), r = v − 1 and τ = 2 t v along s = c + i t,
+#   K(s) − s x − [K(c) − c x] = −(k/4) log(1 + τ²) − L R
+#                               + i[(k/2)(atan τ − τ) − L τ R − t δ],
+# L = λ v/2, R = τ²/(1 + τ²), δ = x − K'(c); in units of τ the integrand is
+# close to a Gaussian of width √(2/κ), κ = k + 2 λ v. The trapezoidal rule with a
+# step of 0.4 of that width converges like exp(−2π²/0.16) for the smooth part;
+# the pole of 1/s, at distance |c| from the line, adds 1/(e^{2π|c|/h} − 1) (the
+# coth sum of a simple pole). Within a few widths of the line that term is
+# exact and subtracted; farther out the step is shortened until it is below
+# e^{-40} of the result. Near the mean the line is moved to |c| ≥ one width.
+# The rule is used where its error is provably negligible (large κ, integrand
+# decayed by e^{-40} at the last node, pole correction below the result);
+# elsewhere the Poisson mixture is summed.
+# ---------------------------------------------------------------------------
+
+_CT_NODES = 30
+_CT_STEP = 0.4  # trapezoid step, in Gaussian widths
+_CT_KAPPA_MIN = 150.0
+_CT_TAIL = 40.0  # required log-drop of the integrand at the last node
+_CT_POLE = 8.0  # required log-margin of the result over the pole correction
+_CT_NEAR = 4.0  # |c| below this many widths: pole correction instead of a finer step
+
+_PIO2_HI = 1.5707963267948966
+_PIO2_LO = 6.123233995736766e-17
+_SIN = tuple((-1.0) ** n / math.factorial(2 * n + 1) for n in range(9))
+_COS = tuple((-1.0) ** n / math.factorial(2 * n) for n in range(10))
+
+
+def _sincos(b):
+    """(sin b, cos b) by quadrant reduction and Taylor polynomials (vectorises)."""
+    q = jnp.round(b * (2.0 / math.pi))
+    r = (b - q * _PIO2_HI) - q * _PIO2_LO
+    r2 = r * r
+    s = _SIN[-1]
+    for co in reversed(_SIN[:-1]):
+        s = co + r2 * s
+    s = r * s
+    c = _COS[-1]
+    for co in reversed(_COS[:-1]):
+        c = co + r2 * c
+    quad = q - 4.0 * jnp.floor(0.25 * q)
+    swap = (quad == 1.0) | (quad == 3.0)
+    sin = jnp.where(swap, c, s)
+    cos = jnp.where(swap, s, c)
+    sin = jnp.where(quad >= 2.0, -sin, sin)
+    cos = jnp.where((quad == 1.0) | (quad == 2.0), -cos, cos)
+    return sin, cos
+
+
+_ATAN_TERMS = 16
+
+
+def _atan_minus_id(t):
+    """atan t − t for 0 ≤ t ≤ 2, to full relative accuracy.
+
+    Two half-angle steps y = t/(1 + √(1 + t²)) (atan t = 2 atan y) bring the
+    argument below 0.3; each step's ``2y − t = −t³/(1 + √(1 + t²))²`` is exact in
+    form, so every piece is negative and nothing cancels.
+    """
+    s1 = 1.0 + jnp.sqrt(1.0 + t * t)
+    y = t / s1
+    s2 = 1.0 + jnp.sqrt(1.0 + y * y)
+    z = y / s2
+    z2 = z * z
+    poly = (-1.0) ** _ATAN_TERMS / (2 * _ATAN_TERMS + 1)
+    for j in range(_ATAN_TERMS - 1, 0, -1):
+        poly = (-1.0) ** j / (2 * j + 1) + z2 * poly
+    # atan z − z = z³ Σ_{j≥1} (−1)^j z^{2j−2}/(2j + 1)
+    inner = z * z2 * poly
+    return 4.0 * inner - 2.0 * (y * y * y) / (s2 * s2) - (t * t * t) / (s1 * s1)
+
+
+def _r_minus_log1p(r):
+    """r − log(1 + r) for r > −1, without cancellation near 0 (log1p(r) = 2 atanh u)."""
+    small = jnp.abs(r) < 0.5
+    rs = jnp.where(small, r, 0.0)
+    u = rs / (2.0 + rs)
+    u2 = u * u
+    poly = 1.0 / 41.0
+    for j in range(19, 0, -1):
+        poly = 1.0 / (2 * j + 1) + u2 * poly
+    series = rs * u - 2.0 * u * u2 * poly
+    rb = jnp.where(small, 1.0, r)
+    return jnp.where(small, series, rb - jnp.log1p(rb))
+
+
+def _saddle(x, k, lam):
+    """r = v − 1 at the saddle point, v = 1/(1 − 2c) solving λ v² + k v = x, stably."""
+    sq = jnp.sqrt(k * k + 4.0 * lam * x)
+    tk = 2.0 * x - k
+    num = jnp.where(tk > 0, 4.0 * x * (x - k - lam) / jnp.where(tk > 0, tk + sq, 1.0), tk - sq)
+    return num / (k + sq)
+
+
+def _contour_applies(x, a, m):
+    """Cheap pre-test of the contour rule: κ = k + 2λv large enough at the saddle."""
+    return 2.0 * a + 4.0 * m * (1.0 + _saddle(x, 2.0 * a, 2.0 * m)) >= _CT_KAPPA_MIN
+
+
+def _contour(x, k, lam, with_pdf):
+    """Trapezoidal saddle-point integral. 1-D, x > 0.
+
+    Returns (log tail, upper, log pdf or NaN, ok): the tail is the survival
+    function where ``upper`` and the cdf elsewhere (the side of the mean x is
+    on); ``ok`` marks the points where the rule's error is negligible.
+    """
+    dtype = x.dtype
+    mu = k + lam
+    r_hat = _saddle(x, k, lam)
+    v_hat = 1.0 + r_hat
+    s_hat = r_hat / (2.0 * v_hat)
+    w_hat = 1.0 / (v_hat * jnp.sqrt(2.0 * (k + 2.0 * lam * v_hat)))  # 1/√K''
+    upper = r_hat >= 0
+    sgn = jnp.where(upper, 1.0, -1.0)
+    # Keep the line at least one width from the pole at s = 0.
+    moved = jnp.abs(s_hat) < w_hat
+    c = jnp.where(moved, sgn * w_hat, s_hat)
+    r = jnp.where(moved, 2.0 * c / (1.0 - 2.0 * c), r_hat)
+    v = 1.0 + r
+    delta = jnp.where(moved, (x - mu) - r * (k + lam * (v + 1.0)), 0.0)
+    # K(c) − c x, as a sum of non-positive terms (plus −cδ off the saddle).
+    phi = -0.5 * k * _r_minus_log1p(r) - 0.5 * lam * r * r - c * delta
+    kappa = k + 2.0 * lam * v
+    w = 1.0 / (v * jnp.sqrt(2.0 * kappa))  # 1/√K''(c)
+    # Pole near the line (|c| < 4 widths): inside the strip that bounds the
+    # smooth part's error, so its trapezoid error is exactly the coth term below.
+    # Pole far: step small enough that its error e^{-2π|c|/h} is below e^{-40}
+    # of the result, whatever the strip; no correction.
+    near = jnp.abs(c) < _CT_NEAR * w
+    h_t = _CT_STEP * w
+    h_t = jnp.where(near, h_t, jnp.minimum(h_t, 2.0 * math.pi * jnp.abs(c) / (40.0 - phi)))
+    h_tau = 2.0 * v * h_t
+    ell = 0.5 * lam * v
+    j = jnp.arange(1, _CT_NODES, dtype=dtype)
+    tau = h_tau[:, None] * j
+    t = h_t[:, None] * j
+    tau2 = tau * tau
+    rr = tau2 / (1.0 + tau2)
+    amp = -0.25 * k[:, None] * jnp.log1p(tau2) - ell[:, None] * rr
+    phase = 0.5 * k[:, None] * _atan_minus_id(tau) - ell[:, None] * tau * rr - t * delta[:, None]
+    e = jnp.exp(amp)
+    sin, cos = _sincos(phase)
+    cc = c[:, None]
+    terms = e * (cc * cos + t * sin) / (cc * cc + t * t)
+    total = (h_t / math.pi) * (0.5 / c + jnp.sum(terms, axis=1))
+    # Trapezoid error of the pole part, in units of e^{phi}.
+    z = 2.0 * math.pi * jnp.abs(c) / h_t
+    log_corr = jnp.where(near, -(z + jnp.log1p(-jnp.exp(-z))), -jnp.inf)
+    val = sgn * total - jnp.exp(jnp.minimum(log_corr - phi, 0.0))
+    ltail = phi + jnp.log(jnp.where(val > 0, val, 1.0))
+    if with_pdf:
+        dens = (h_t / math.pi) * (0.5 + jnp.sum(e * cos, axis=1))
+        lpdf = phi + jnp.log(jnp.where(dens > 0, dens, 1.0))
+    else:
+        lpdf = jnp.full_like(x, jnp.nan)
+    ok = (
+        (kappa >= _CT_KAPPA_MIN)
+        & (amp[:, -1] <= -_CT_TAIL)
+        & (log_corr - phi <= -_CT_POLE)
+        & (val > 0)
+        & jnp.isfinite(ltail)
+    )
+    if with_pdf:
+        ok = ok & (dens > 0)
+    return ltail, upper, lpdf, ok
+
+
+# ---------------------------------------------------------------------------
 # Elementwise kernels with domain handling
 # ---------------------------------------------------------------------------
 
@@ -494,51 +670,91 @@ def _safe_inputs(x, df, nc):
     return bad, interior, xs, dfs, ncs
 
 
-def _with_fallback(fast, use_fast, slow, x, a, m):
-    """``fast`` where ``use_fast``, else ``slow(x, a, m)`` (tuples of arrays).
+def _tiers(x, a, m, tiers, n_out):
+    """First usable result among several methods, each run only where it may serve.
 
-    The slow path runs only when some element of the (chunk-sized) batch needs
-    it, and then on benign dummy inputs for the others, so it costs nothing
-    for batches served entirely by a closed form.
+    ``tiers`` are pairs ``(applies, f)``, tried in order: ``applies(x, a, m)`` is a
+    cheap mask of the points the method may serve, ``f(x, a, m) -> (outs, usable)``
+    evaluates it. A method runs (under ``lax.cond``) only if an unserved point of
+    the chunk is in its mask, and then on benign inputs elsewhere, so a batch pays
+    only for the methods its points need. The last method must serve every point.
     """
-    need = ~use_fast
+    need = jnp.ones(x.shape, bool)
+    outs = tuple(jnp.full_like(x, jnp.nan) for _ in range(n_out))
+    for applies, f in tiers:
+        mine = need & applies(x, a, m)
 
-    def run():
-        xb = jnp.where(need, x, 1.0)
-        ab = jnp.where(need, a, 1.0)
-        mb = jnp.where(need, m, 0.0)
-        out = slow(xb, ab, mb)
-        return tuple(jnp.where(need, s, f) for s, f in zip(out, fast, strict=True))
+        def run(outs, need, mine=mine, f=f):
+            xb = jnp.where(mine, x, 1.0)
+            ab = jnp.where(mine, a, 1.0)
+            mb = jnp.where(mine, m, 0.0)
+            new, usable = f(xb, ab, mb)
+            take = mine & usable
+            outs = tuple(jnp.where(take, n, o) for n, o in zip(new, outs, strict=True))
+            return outs, need & ~take
 
-    return lax.cond(jnp.any(need), run, lambda: tuple(fast))
+        outs, need = lax.cond(jnp.any(mine), run, lambda o, n: (o, n), outs, need)
+    return outs
+
+
+def _is_df1(x, a, m):
+    return a == 0.5
+
+
+def _everywhere(x, a, m):
+    return jnp.ones(x.shape, bool)
 
 
 def _eval_logsf(xs, dfs, ncs, with_pdf=False):
-    """(log sf, log pdf or NaN) at interior points: closed form for df = 1."""
+    """(log sf, log pdf or NaN) at interior points.
+
+    Closed form for df = 1, else the saddle-point contour where it is accurate,
+    else the Poisson mixture.
+    """
     nan = jnp.full_like(xs, jnp.nan)
-    fast = (_d1_logsf(xs, ncs), _d1_logpdf(xs, ncs) if with_pdf else nan)
-    return _with_fallback(
-        fast,
-        dfs == 1.0,
-        lambda x, a, m: _log_sf_sum(x, a, m, with_pdf),
+
+    def closed(x, a, m):
+        lpdf = _d1_logpdf(x, 2.0 * m) if with_pdf else nan
+        return (_d1_logsf(x, 2.0 * m), lpdf), a == 0.5
+
+    def contour(x, a, m):
+        lt, upper, lpdf, ok = _contour(x, 2.0 * a, 2.0 * m, with_pdf)
+        return (jnp.where(upper, lt, _log1mexp(lt)), lpdf), ok
+
+    def mixture(x, a, m):
+        return _log_sf_sum(x, a, m, with_pdf), jnp.ones(x.shape, bool)
+
+    return _tiers(
         xs,
         0.5 * dfs,
         0.5 * ncs,
+        ((_is_df1, closed), (_contour_applies, contour), (_everywhere, mixture)),
+        2,
     )
 
 
 def _eval_logcdf(xs, dfs, ncs, with_pdf=False):
-    """(log cdf, log pdf or NaN) at interior points: closed form for df = 1."""
+    """(log cdf, log pdf or NaN) at interior points; methods as in ``_eval_logsf``."""
     nan = jnp.full_like(xs, jnp.nan)
-    lcdf, usable = _d1_logcdf(xs, ncs)
-    fast = (lcdf, _d1_logpdf(xs, ncs) if with_pdf else nan)
-    return _with_fallback(
-        fast,
-        (dfs == 1.0) & usable,
-        lambda x, a, m: _log_cdf_sum(x, a, m, with_pdf),
+
+    def closed(x, a, m):
+        lcdf, usable = _d1_logcdf(x, 2.0 * m)
+        lpdf = _d1_logpdf(x, 2.0 * m) if with_pdf else nan
+        return (lcdf, lpdf), (a == 0.5) & usable
+
+    def contour(x, a, m):
+        lt, upper, lpdf, ok = _contour(x, 2.0 * a, 2.0 * m, with_pdf)
+        return (jnp.where(upper, _log1mexp(lt), lt), lpdf), ok
+
+    def mixture(x, a, m):
+        return _log_cdf_sum(x, a, m, with_pdf), jnp.ones(x.shape, bool)
+
+    return _tiers(
         xs,
         0.5 * dfs,
         0.5 * ncs,
+        ((_is_df1, closed), (_contour_applies, contour), (_everywhere, mixture)),
+        2,
     )
 
 
@@ -560,13 +776,23 @@ def _kernel_logcdf(x, df, nc):
 
 def _kernel_logpdf(x, df, nc):
     bad, interior, xs, dfs, ncs = _safe_inputs(x, df, nc)
-    (lpdf,) = _with_fallback(
-        (_d1_logpdf(xs, ncs),),
-        dfs == 1.0,
-        lambda x, a, m: (_log_pdf_sum(x, a, m),),
+
+    def closed(x, a, m):
+        return (_d1_logpdf(x, 2.0 * m),), a == 0.5
+
+    def contour(x, a, m):
+        _, _, lpdf, ok = _contour(x, 2.0 * a, 2.0 * m, True)
+        return (lpdf,), ok
+
+    def series(x, a, m):
+        return (_log_pdf_sum(x, a, m),), jnp.ones(x.shape, bool)
+
+    (lpdf,) = _tiers(
         xs,
         0.5 * dfs,
         0.5 * ncs,
+        ((_is_df1, closed), (_contour_applies, contour), (_everywhere, series)),
+        1,
     )
     # At x = 0 the density is +inf (df < 2), e^{-λ/2}/2 (df = 2) or 0 (df > 2).
     at0 = jnp.where(dfs < 2, jnp.inf, jnp.where(dfs == 2, -_LN2 - 0.5 * ncs, -jnp.inf))
@@ -632,7 +858,8 @@ def _initial_guess(logq, upper, k, lam):
     # Lower-tail asymptote: cdf ≈ e^{-λ/2} (x/2)^a / Γ(a+1).
     a = 0.5 * k
     x_low = 2.0 * jnp.exp((logq + 0.5 * lam + lax.lgamma(a + 1.0)) / a)
-    x_low = jnp.where(jnp.isfinite(x_low), x_low, jnp.finfo(logq.dtype).tiny)
+    # An overflowing asymptote (large λ) is far above the root: never use it.
+    x_low = jnp.where(jnp.isnan(x_low), jnp.inf, x_low)
     use_low = ~upper & ((base <= 1e-3) | (x_low < x_sank * 0.5))
     return jnp.where(use_low, jnp.minimum(x_low, x_sank), x_sank)
 
