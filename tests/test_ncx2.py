@@ -207,12 +207,17 @@ def test_contour_rule_against_mpmath(df, nc):
     x = x[x > 0]
     xj = jnp.asarray(x)
     k, lam = jnp.full_like(xj, df), jnp.full_like(xj, nc)
-    *_, ok = impl._contour(xj, k, lam, True)
-    # The rule must serve most of these points, or this test tests nothing.
-    assert int(ok.sum()) >= len(x) // 2, np.asarray(ok)
+    ltail, upper, lpdf, ok = (np.asarray(v) for v in impl._contour(xj, k, lam, True))
+    # The rule must be usable at most of these points, or this test tests nothing.
+    assert int(ok.sum()) >= len(x) // 2, ok
     got = {n: np.asarray(getattr(ncx2, n)(xj, df, nc)) for n in ("logsf", "logcdf", "logpdf")}
     for i, xi in enumerate(x):
         want = ref.evaluate(float(xi), df, nc)
+        if ok[i]:
+            # The rule itself (the public functions may pick the mixture here).
+            for g, n in ((ltail[i], "logsf" if upper[i] else "logcdf"), (lpdf[i], "logpdf")):
+                r = float(want[n])
+                assert abs(g - r) <= 1e-13 * max(1.0, abs(r)), ("rule", n, df, nc, xi, g, r)
         for n, g in got.items():
             r = float(want[n])
             assert abs(g[i] - r) <= 1e-13 * max(1.0, abs(r)), (n, df, nc, xi, g[i], r)
@@ -221,6 +226,46 @@ def test_contour_rule_against_mpmath(df, nc):
             if r >= mp.mpf("1e-300"):
                 g = float(getattr(ncx2, n)(xi, df, nc))
                 assert _rel(g, float(r)) <= 1e-12, (n, df, nc, xi, g, r)
+
+
+def test_stirlerr_against_mpmath():
+    """Loader's stirlerr, both the lgamma path and the whole-number table."""
+    from glrt_jax._src import ncx2 as impl
+
+    n = np.concatenate([np.arange(1.0, 21.0), [0.5, 2.5, 7.25, 14.9, 15.1, 100.5]])
+    whole = n == np.floor(n)
+    general = np.asarray(impl._stirlerr(jnp.asarray(n)))
+    table = np.asarray(impl._stirlerr(jnp.asarray(n[whole]), integer=True))
+    for i, v in enumerate(n):
+        r = mp.loggamma(v + 1) - (v + mp.mpf(1) / 2) * mp.log(v) + v - mp.log(2 * mp.pi) / 2
+        # Absolute: it enters log prefactors additively (lgamma rounding).
+        assert abs(general[i] - float(r)) <= 1e-14, (v, general[i], r)
+    for v, g in zip(n[whole], table, strict=True):
+        r = mp.loggamma(v + 1) - (v + mp.mpf(1) / 2) * mp.log(v) + v - mp.log(2 * mp.pi) / 2
+        assert _rel(g, float(r)) <= 1e-15, (v, g, r)
+
+
+@pytest.mark.parametrize("nc", [0.0, 1e-4, 0.25, 1.0, 36.0, 900.0])
+def test_df1_cdf_short_interval_against_mpmath(nc):
+    """df = 1 near x = 0, where Q(a − b) − Q(a + b) cancels: the quadrature branch."""
+    from glrt_jax._src import ncx2 as impl
+
+    a = math.sqrt(nc)
+    bs = np.concatenate([np.logspace(-9, 0, 40), [1.5, 3.0]])
+    bs = bs[(bs <= 1.0 / max(a, 1e-300)) | (bs > 1.0)]
+    x = bs * bs
+    xj = jnp.asarray(x)
+    # The closed form serves every one of these points (no mixture fallback).
+    assert bool(np.all(np.asarray(impl._d1_logcdf(xj, jnp.full_like(xj, nc))[1])))
+    got_log = np.asarray(ncx2.logcdf(xj, 1.0, nc))
+    got = np.asarray(ncx2.cdf(xj, 1.0, nc))
+    for i, xi in enumerate(x):
+        am, bm = mp.sqrt(mp.mpf(nc)), mp.sqrt(mp.mpf(float(xi)))
+        r = mp.ncdf(bm - am) - mp.ncdf(-am - bm)
+        lr = float(mp.log(r))
+        assert abs(got_log[i] - lr) <= 1e-13 * max(1.0, abs(lr)), (nc, xi, got_log[i], lr)
+        if r >= mp.mpf("1e-300"):
+            assert _rel(got[i], float(r)) <= 1e-12, (nc, xi, got[i], r)
 
 
 # ---------------------------------------------------------------------------

@@ -47,6 +47,7 @@ from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 from jax.custom_derivatives import SymbolicZero
 
@@ -63,10 +64,10 @@ _WIN_PAD = 5.0
 # Rebalancing of scaled accumulators: powers of two keep it exact.
 _BIG_EXP = {8: 400, 4: 40}  # by itemsize: far from overflow in float64 and float32
 _MAX_TERMS = 2_000_000
-_CHUNK = 512
+_CHUNK = 1024
 # Terms per while-loop iteration: the convergence test and the rescaling run once
 # per block; terms past the converged point only add negligible mass.
-_BLOCK = 8
+_BLOCK = 4
 
 
 # ---------------------------------------------------------------------------
@@ -128,8 +129,33 @@ _STIRLING = (
 )
 
 
-def _stirlerr(n):
-    """log Γ(n+1) − [(n + 1/2) log n − n + log √(2π)] for real n > 0."""
+# stirlerr(n) for n = 1..15 (mpmath, 40 digits); index 0 is unused.
+_STIRLERR_INT = (
+    0.0,
+    0.08106146679532725822,
+    0.041340695955409294094,
+    0.027677925684998339149,
+    0.020790672103765093112,
+    0.016644691189821192163,
+    0.013876128823070747999,
+    0.011896709945891770095,
+    0.010411265261972096497,
+    0.0092554621827127329177,
+    0.0083305634333628712565,
+    0.007573675487951840795,
+    0.0069428401072095298657,
+    0.0064089941880042070684,
+    0.0059513701127588477356,
+    0.005554733551962801371,
+)
+
+
+def _stirlerr(n, integer=False):
+    """log Γ(n+1) − [(n + 1/2) log n − n + log √(2π)] for real n > 0.
+
+    With ``integer=True`` the caller promises whole n, and n ≤ 15 is a table
+    lookup instead of ``lgamma`` (the costliest piece of the function).
+    """
     big = n > 15.0
     nb = jnp.where(big, n, 16.0)
     inv2 = 1.0 / (nb * nb)
@@ -137,8 +163,12 @@ def _stirlerr(n):
     for c in reversed(_STIRLING[:-1]):
         series = c + inv2 * series
     series = series / nb
-    ns = jnp.where(big, 1.0, n)
-    direct = lax.lgamma(ns + 1.0) - (ns + 0.5) * jnp.log(ns) + ns - _HALF_LOG_2PI
+    if integer:
+        idx = jnp.clip(n, 0.0, 15.0).astype(jnp.int32)
+        direct = jnp.asarray(_STIRLERR_INT, n.dtype)[idx]
+    else:
+        ns = jnp.where(big, 1.0, n)
+        direct = lax.lgamma(ns + 1.0) - (ns + 0.5) * jnp.log(ns) + ns - _HALF_LOG_2PI
     return jnp.where(big, series, direct)
 
 
@@ -163,13 +193,13 @@ def _bd0(x, M):
     return jnp.where(small, series, direct)
 
 
-def _log_poisson(n, mean):
-    """log( mean^n e^{-mean} / Γ(n+1) ) for real n ≥ 0, mean ≥ 0."""
+def _log_poisson(n, mean, integer=False):
+    """log( mean^n e^{-mean} / Γ(n+1) ) for real n ≥ 0 (whole n if ``integer``), mean ≥ 0."""
     n_pos = n > 0
     ns = jnp.where(n_pos, n, 1.0)
     mean_pos = mean > 0
     ms = jnp.where(mean_pos, mean, 1.0)
-    val = -_stirlerr(ns) - _bd0(ns, ms) - 0.5 * (_LOG_2PI + jnp.log(ns))
+    val = -_stirlerr(ns, integer) - _bd0(ns, ms) - 0.5 * (_LOG_2PI + jnp.log(ns))
     val = jnp.where(mean_pos, val, -jnp.inf)
     return jnp.where(n_pos, val, -mean)
 
@@ -185,7 +215,10 @@ def _log1mexp(t):
 
 
 def _log_gamma_pq(b, y):
-    """Return (log P(b, y), log Q(b, y)) for b > 0, y ≥ 0 (elementwise, 1-D)."""
+    """Return (log P(b, y), log Q(b, y), log g(b, y)) for b > 0, y ≥ 0 (elementwise, 1-D).
+
+    g(b, y) = y^b e^{-y} / Γ(b + 1) is the prefactor both expansions share.
+    """
     dtype = b.dtype
     eps = _eps(dtype)
     tiny = float(jnp.finfo(dtype).tiny) / eps
@@ -246,7 +279,7 @@ def _log_gamma_pq(b, y):
     logq = jnp.where(use_series, _log1mexp(logp_series), logq_cf)
     logp = jnp.where(y == 0, -jnp.inf, logp)
     logq = jnp.where(y == 0, 0.0, logq)
-    return logp, logq
+    return logp, logq, lg
 
 
 # ---------------------------------------------------------------------------
@@ -294,60 +327,65 @@ def _mixture_sum(x, a, m, upward, with_pdf):
         j0 = jnp.where(rho < 1e-17, 0.0, jnp.ceil(c + span))
     j0 = jnp.where(m > 0, j0, 0.0)
     b0 = a + j0
-    lp, lq = _log_gamma_pq(b0, y)
+    lp, lq, lg0 = _log_gamma_pq(b0, y)
     lgam = lq if upward else lp
     # Scale: the first term is w_j0 * (Q or P)(b0, y) = exp(L).
-    L = _log_poisson(j0, m) + lgam
-    # g tracks g(b0, y) (upward) or g(b0 - 1, y) (downward) relative to exp(lgam).
-    g = jnp.exp(_log_poisson(b0, y) - lgam)
+    L = _log_poisson(j0, m, integer=True) + lgam
+    # The loop carries the current term T_j = w_j G_j and the increment
+    # U_j = w_j g_j of the incomplete gamma G (Q upward, P downward), both in
+    # units of exp(L); g_j = g(b0 + j - j0, y) upward, g(b0 + j - j0 - 1, y)
+    # downward, with g(b, y) = y^b e^{-y} / Γ(b + 1):
+    #   upward:   T_{j+1} = (T_j + U_j) m / (j + 1),  U_{j+1} = U_j m y / ((j + 1)(a + j + 1))
+    #   downward: T_{j-1} = (T_j + U_j) j / m,        U_{j-1} = U_j j (a + j - 1) / (m y)
+    u0 = jnp.exp(lg0 - lgam)
     if not upward:
-        g = g * b0 / y
-    inv_x = 1.0 / x
+        u0 = u0 * b0 / y
     ms = jnp.where(m > 0, m, 1.0)
+    my = m * y
+    inv_m, inv_my = 1.0 / ms, 1.0 / jnp.where(my > 0, my, 1.0)
     one, zero = jnp.ones_like(x), jnp.zeros_like(x)
 
-    def step(j, w, r, g, s, sp):
-        """One term, then advance (j, w, r, g) to the next index."""
-        t = w * r
+    def step(j, b, t, u, s, sp):
+        """Add the term of index j (b = a + j), then move to the next index."""
         s = s + t
-        if upward:
-            if with_pdf:
-                sp = sp + w * g * (a + j) * inv_x
-            r = r + g
-            inv = 1.0 / ((j + 1.0) * (a + j + 1.0))
-            g = g * y * (j + 1.0) * inv
-            w = w * m * (a + j + 1.0) * inv
-            return j + 1.0, w, r, g, s, sp, t
         if with_pdf:
-            sp = sp + 0.5 * w * g
-        r = r + g
-        w = w * jnp.maximum(j, 0.0) / ms
-        g = jnp.where(j > 0, g * (a + j - 1.0) / y, 0.0)
-        return jnp.maximum(j - 1.0, -1.0), w, r, g, s, sp, t
+            sp = sp + (u * b if upward else u)
+        if upward:
+            j, b = j + 1.0, b + 1.0
+            inv = 1.0 / (j * b)
+            return j, b, (t + u) * (m * b) * inv, u * my * inv, s, sp
+        jc = jnp.maximum(j, 0.0)
+        t, u = (t + u) * (jc * inv_m), u * (jc * (b - 1.0) * inv_my)
+        return jnp.maximum(j - 1.0, -1.0), b - 1.0, t, u, s, sp
 
     def cond(st):
         return jnp.any(~st[-2]) & (st[-1] < _MAX_TERMS)
 
     def body(st):
-        j, w, r, g, s, sp, L, prev, done, n = st
-        t = prev
+        j, b, t, u, s, sp, L, done, n = st
+        # Checks on the carried (materialised) state, so that they do not
+        # recompute the block's recurrences. Keep everything inside the range
+        # of the dtype by exact power-of-two moves.
+        f = jnp.where(jnp.maximum(s, t) > big, 1.0 / big, 1.0)
+        t, u, s, sp = t * f, u * f, s * f, sp * f
+        L = L + jnp.where(f < 1.0, log_big, 0.0)
+        # Past the peak the terms are log-concave and falling: everything not
+        # yet added is at most t / (1 − ρ), ρ = T_next / T the next ratio.
+        step_ratio = (m / (j + 1.0)) if upward else (j * inv_m)
+        rho = (1.0 + u / jnp.where(t > 0, t, 1.0)) * step_ratio
+        past = (j > c) if upward else (j < c)
+        tail_ok = (t == 0) | ((rho < 1.0) & (t <= eps * s * (1.0 - rho)))
+        done = done | (j < 0) | (past & tail_ok)
         for _ in range(_BLOCK):
-            prev = t
-            j, w, r, g, s, sp, t = step(j, w, r, g, s, sp)
-        # Keep the growing factor r (and g) and the totals inside the range of
-        # the dtype by exact power-of-two moves; the product w * r is unchanged.
-        fr = jnp.where(r > big, 1.0 / big, 1.0)
-        r, g, w = r * fr, g * fr, w / fr
-        fs = jnp.where(s > big, 1.0 / big, 1.0)
-        s, sp, w, t, prev = s * fs, sp * fs, w * fs, t * fs, prev * fs
-        L = L + jnp.where(fs < 1.0, log_big, 0.0)
-        past = (j > c) if upward else ((j < c) | (j < 0))
-        done = done | (j < 0) | (past & _converged(t, prev, s, eps))
-        return j, w, r, g, s, sp, L, t, done, n + _BLOCK
+            j, b, t, u, s, sp = step(j, b, t, u, s, sp)
+        return j, b, t, u, s, sp, L, done, n + _BLOCK
 
-    init = (j0, one, one, g, zero, zero, L, zero, jnp.zeros(x.shape, bool), 0)
-    _, _, _, _, s, sp, L, _, _, _ = lax.while_loop(cond, body, init)
-    lpdf = L + jnp.log(sp) if with_pdf else jnp.full_like(x, jnp.nan)
+    init = (j0, b0, one, u0, zero, zero, L, jnp.zeros(x.shape, bool), 0)
+    _, _, _, _, s, sp, L, _, _ = lax.while_loop(cond, body, init)
+    if with_pdf:
+        lpdf = L + jnp.log(sp) + (-jnp.log(x) if upward else -_LN2)
+    else:
+        lpdf = jnp.full_like(x, jnp.nan)
     return L + jnp.log(s), lpdf
 
 
@@ -370,7 +408,7 @@ def _log_pdf_sum(x, a, m):
     j0 = jnp.where(m > 0, j0, 0.0)
     b0 = a + j0
     # log of w_j0 * g(a + j0 - 1, y) / 2 = w_j0 * g(a + j0, y) (a + j0) / (2 y).
-    L0 = _log_poisson(j0, m) + _log_poisson(b0, y) + jnp.log(b0) - jnp.log(x)
+    L0 = _log_poisson(j0, m, integer=True) + _log_poisson(b0, y) + jnp.log(b0) - jnp.log(x)
     my = m * y
 
     def cond(st):
@@ -458,8 +496,32 @@ def _d1_logsf(x, nc):
     return lq1 + jnp.log1p(jnp.exp(lq2 - lq1))
 
 
+# Gauss–Legendre rule for the short-interval cdf below (entire integrand).
+_GL_NODES, _GL_WEIGHTS = (
+    tuple(float(v) for v in arr) for arr in np.polynomial.legendre.leggauss(12)
+)
+
+
+def _d1_logcdf_short(a, b):
+    """log cdf = log ∫_{−b}^{b} φ(a + u) du, by quadrature; for b ≤ 1 and ab ≤ 1.
+
+    φ(a + u) = φ(a) e^{−au − u²/2}: every node is positive, nothing cancels,
+    and on this interval the integrand is so smooth that 12 nodes are exact
+    to rounding.
+    """
+    total = jnp.zeros_like(b)
+    for xi, wi in zip(_GL_NODES, _GL_WEIGHTS, strict=True):
+        u = b * xi
+        total = total + wi * jnp.exp(-u * (a + 0.5 * u))
+    return -0.5 * a * a - _HALF_LOG_2PI + jnp.log(b * total)
+
+
 def _d1_logcdf(x, nc):
-    """(log cdf, usable): cdf = Q(a − b)(1 − e^{diff}) loses accuracy as diff → 0."""
+    """(log cdf, usable).
+
+    cdf = Q(a − b)(1 − e^{diff}) loses accuracy as diff → 0, which happens only
+    for a short interval [a − b, a + b] (b and ab small): there quadrature.
+    """
     a, b, bma = _d1_sqrt_terms(x, nc)
     u1 = -bma
     lq1, ell1 = _log_q_normal(u1)
@@ -470,7 +532,11 @@ def _d1_logcdf(x, nc):
     # L(z) carries an absolute error of ~z² ulp below _Z_ASYM: demand a margin.
     tau = jnp.minimum(_LN2, 0.01 * jnp.maximum(1.0, jnp.minimum(u1, _Z_ASYM + 1.0) ** 2 / 25.0))
     usable = diff <= -tau
-    return lq1 + _log1mexp(jnp.minimum(diff, -tau)), usable
+    direct = lq1 + _log1mexp(jnp.minimum(diff, -tau))
+    short = (b <= 1.0) & (a * b <= 1.0)
+    bs = jnp.where(short, b, 0.5)
+    quad = _d1_logcdf_short(jnp.where(short, a, 0.0), bs)
+    return jnp.where(short, quad, direct), usable | short
 
 
 def _d1_logpdf(x, nc):
@@ -505,6 +571,7 @@ def _d1_logpdf(x, nc):
 _CT_NODES = 26
 _CT_STEP = 0.4  # trapezoid step, in Gaussian widths
 _CT_KAPPA_MIN = 150.0
+_CT_MIX_COST = 45.0  # mixture cost (see _contour_applies) above which the rule is used
 _CT_TAIL = 40.0  # required log-drop of the integrand at the last node
 _CT_POLE = 8.0  # required log-margin of the result over the pole correction
 _CT_NEAR = 4.0  # |c| below this many widths: pole correction instead of a finer step
@@ -582,8 +649,17 @@ def _saddle(x, k, lam):
 
 
 def _contour_applies(x, a, m):
-    """Cheap pre-test of the contour rule: κ = k + 2λv large enough at the saddle."""
-    return 2.0 * a + 4.0 * m * (1.0 + _saddle(x, 2.0 * a, 2.0 * m)) >= _CT_KAPPA_MIN
+    """Cheap pre-test of the contour rule, where it is also the cheaper method.
+
+    The rule needs κ = k + 2λv ≥ _CT_KAPPA_MIN at the saddle and costs about
+    the same everywhere; the mixture costs about 6√c + √(a + c) units (c the
+    peak of the Poisson index: its window, then the incomplete gamma at its
+    start), and the two cost the same at about _CT_MIX_COST units (XLA:CPU,
+    benchmarks/ncx2.py).
+    """
+    kappa_ok = 2.0 * a + 4.0 * m * (1.0 + _saddle(x, 2.0 * a, 2.0 * m)) >= _CT_KAPPA_MIN
+    c = jnp.maximum(m, _peak(a, m, 0.5 * x))
+    return kappa_ok & (6.0 * jnp.sqrt(c) + jnp.sqrt(a + c) >= _CT_MIX_COST)
 
 
 def _contour(x, k, lam, with_pdf):
@@ -904,11 +980,11 @@ def _solve_tail(logq, upper, k, lam):
         )
 
     def cond(st):
-        i, u, lo, hi, done = st
+        i, u, lo, hi, last, done = st
         return jnp.any(~done) & (i < _NEWTON_ITERS)
 
     def body(st):
-        i, u, lo, hi, done = st
+        i, u, lo, hi, last, done = st
         lval, lpdf = evaluate_tail(u)
         f = lval - logq
         # For the upper tail f decreases in x; for the lower tail it increases.
@@ -935,15 +1011,22 @@ def _solve_tail(logq, upper, k, lam):
         scale = jnp.maximum(1.0, jnp.abs(u))
         # Stop (1) when the residual is at the rounding level of the tail
         # function: keep u; (2) after a small Newton step, whose error is of
-        # the order of its square: take the step. No confirming extra evaluation.
+        # the order of its square: take the step; (3) after a Newton step whose
+        # error, predicted from the last two steps (e ≈ K step², K ≈ step /
+        # last²), is at the rounding level. No confirming extra evaluation.
         at_noise = jnp.abs(f) <= _RESID_ULPS * eps * jnp.maximum(1.0, jnp.abs(logq))
-        conv = at_noise | (inside & (step <= _NEWTON_STOP * scale)) | (step <= 64.0 * eps * scale)
+        # last = 0: the previous step was not a Newton step (or there was none).
+        ratio = step / jnp.where(last > 0, last, 1.0)
+        predicted = jnp.where(last > 0, step * ratio * ratio, jnp.inf)
+        quadratic = inside & ((step <= _NEWTON_STOP * scale) | (predicted <= 16.0 * eps * scale))
+        conv = at_noise | quadratic | (step <= 64.0 * eps * scale)
         u_next = jnp.where(at_noise, u, u_next)
         u_out = jnp.where(done, u, u_next)
-        return i + 1, u_out, lo, hi, done | conv
+        last = jnp.where(inside, step, 0.0)
+        return i + 1, u_out, lo, hi, last, done | conv
 
-    init = (0, u0, lo0, hi0, ~jnp.isfinite(logq))
-    _, u, _, _, _ = lax.while_loop(cond, body, init)
+    init = (0, u0, lo0, hi0, jnp.zeros_like(u0), ~jnp.isfinite(logq))
+    _, u, _, _, _, _ = lax.while_loop(cond, body, init)
     # A root below the smallest normal double is returned as 0.
     return jnp.where(u <= lo0 + 1.0, 0.0, jnp.exp(u))
 
