@@ -1,7 +1,8 @@
 """Speed and accuracy of glrt_jax.ncx2 against scipy.stats.ncx2 and TFP, in one process.
 
 Usage:
-    python benchmarks/ncx2.py [--n 1000000] [--nq 100000] [--no-tfp] [--gpu-sizes]
+    python benchmarks/ncx2.py [--n 1000000] [--nq 100000] [--no-tfp]
+    python benchmarks/ncx2.py --gpu-sizes [--n-sf 100000000] [--n-isf 10000000]
 
 For each (df, nc) case, draws ``n`` points spread over both tails (from the bulk
 out to sf ≈ 1e-12), times sf and cdf (warm, after compilation; compile time is
@@ -10,6 +11,10 @@ markdown table with the ratios scipy-time / glrt-time (> 1 means we are faster),
 the device and the jax version. TFP's JAX ``NoncentralChi2`` is timed on the
 same points when ``tfp-nightly`` is installed; its accuracy is measured against
 glrt_jax where both are positive (glrt_jax agrees with mpmath to ~1e-13).
+
+``--gpu-sizes`` times throughput instead, on whatever device JAX uses: sf and cdf
+on ``--n-sf`` points (default 1e8) and isf on ``--n-isf`` (default 1e7), in
+float64 and float32, and checks a subsample of each against scipy.
 """
 
 from __future__ import annotations
@@ -47,17 +52,60 @@ def _tfp_dist():
     return tfp.distributions.NoncentralChi2
 
 
+def _throughput(n_sf, n_isf, rng):
+    """Evaluations per second on large arrays, float64 and float32."""
+    print(
+        "| (df, nc) | fn | dtype | points | ms | evaluations/s | compile s "
+        "| max rel diff vs scipy (1e5 subsample) |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    for df, nc in CASES:
+        x = _points(df, nc, n_sf, rng)
+        p = np.exp(rng.uniform(np.log(1e-12), np.log(0.5), n_isf))
+        for name, ours, peer, arg in [
+            ("sf", ncx2.sf, sp_ncx2.sf, x),
+            ("cdf", ncx2.cdf, sp_ncx2.cdf, x),
+            ("isf", ncx2.isf, sp_ncx2.isf, p),
+        ]:
+            for dtype in (jnp.float64, jnp.float32):
+                a = jax.device_put(jnp.asarray(arg, dtype))
+                f = jax.jit(lambda v, ours=ours, df=df, nc=nc: ours(v, df, nc))
+                t0 = time.perf_counter()
+                c = f.lower(a).compile()
+                compile_s = time.perf_counter() - t0
+                jax.block_until_ready(c(a))
+                t, out = _best(lambda c=c, a=a: c(a))
+                sub = np.asarray(out[:100_000], np.float64)
+                ref = peer(np.asarray(a[:100_000], np.float64), df, nc)
+                tiny = 1e-300 if dtype == jnp.float64 else 1e-30
+                ok = np.isfinite(ref) & (ref > tiny)
+                agree = np.max(np.abs(sub[ok] / ref[ok] - 1))
+                print(
+                    f"| ({df:g}, {nc:g}) | {name} | {jnp.dtype(dtype).name} | {len(arg):.0e} "
+                    f"| {t * 1e3:.1f} | {len(arg) / t:.2e} | {compile_s:.1f} | {agree:.1e} |",
+                    flush=True,
+                )
+                del a, out
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=1_000_000)
     ap.add_argument("--nq", type=int, default=100_000)
     ap.add_argument("--no-tfp", action="store_true")
+    ap.add_argument("--gpu-sizes", action="store_true", help="throughput on large arrays")
+    ap.add_argument("--n-sf", type=int, default=100_000_000)
+    ap.add_argument("--n-isf", type=int, default=10_000_000)
     args = ap.parse_args(argv)
     rng = np.random.default_rng(0)
     tfp_ncx2 = None if args.no_tfp else _tfp_dist()
     dev = jax.devices()[0]
     cpu = platform.processor() or platform.machine()
     print(f"device: {dev.platform} ({dev.device_kind}), {cpu}")
+    if args.gpu_sizes:
+        print(f"jax {jax.__version__}\n")
+        _throughput(args.n_sf, args.n_isf, rng)
+        return
     print(f"jax {jax.__version__}, n = {args.n:.0e} points (sf/cdf), {args.nq:.0e} (isf/ppf)\n")
     rows = []
     for df, nc in CASES:

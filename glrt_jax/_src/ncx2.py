@@ -35,13 +35,16 @@ How it is evaluated:
 * Where ``df + 2 nc v`` is large (``v`` at the saddle point), the saddle-point
   contour integral below replaces the mixture: O(1) work per point, whatever nc.
 
-The sums run in ``lax.while_loop`` over cache-sized chunks of the flattened
-input, so a batch of millions of points streams through the loop without
-round-trips to main memory.
+The sums run in ``lax.while_loop`` over chunks of the flattened input whose size
+is chosen per platform when the program is lowered: cache-sized on CPU, so a
+batch of millions of points streams through the loop without round-trips to main
+memory, and millions of points on accelerators, where each chunk's loop
+iterations cost kernel launches.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 
@@ -64,7 +67,8 @@ _WIN_PAD = 5.0
 # Rebalancing of scaled accumulators: powers of two keep it exact.
 _BIG_EXP = {8: 400, 4: 40}  # by itemsize: far from overflow in float64 and float32
 _MAX_TERMS = 2_000_000
-_CHUNK = 1024
+_CHUNK = 1024  # points per chunk on CPU
+_CHUNK_ACCEL = 1 << 22  # on GPU/TPU: ~30 MiB per float64 state array
 # Terms per while-loop iteration: the convergence test and the rescaling run once
 # per block; terms past the converged point only add negligible mass.
 _BLOCK = 4
@@ -93,24 +97,42 @@ def _big_exp(dtype) -> int:
     return _BIG_EXP[jnp.dtype(dtype).itemsize]
 
 
-def _chunked(fn: Callable, *args, n_out: int):
-    """Apply an elementwise ``fn`` to broadcast arrays in cache-sized chunks.
-
-    ``fn`` maps 1-D arrays to a tuple of ``n_out`` 1-D arrays of the same length.
-    """
-    shape = args[0].shape
-    size = math.prod(shape)
-    flat = [a.reshape(-1) for a in args]
-    if size <= _CHUNK:
-        outs = fn(*flat)
-        return tuple(o.reshape(shape) for o in outs)
-    n_chunks = -(-size // _CHUNK)
-    pad = n_chunks * _CHUNK - size
+def _map_chunks(fn: Callable, chunk: int, *flat):
+    """Run ``fn`` over 1-D arrays in sequential chunks of ``chunk`` elements."""
+    size = flat[0].shape[0]
+    if size <= chunk:
+        return tuple(fn(*flat))
+    n_chunks = -(-size // chunk)
+    pad = n_chunks * chunk - size
     # Pad with a copy of the first element: a valid, cheap point.
     padded = [jnp.concatenate([f, jnp.broadcast_to(f[:1], (pad,))]) for f in flat]
-    stacked = [p.reshape(n_chunks, _CHUNK) for p in padded]
+    stacked = [p.reshape(n_chunks, chunk) for p in padded]
     outs = lax.map(lambda xs: fn(*xs), stacked)
-    return tuple(o.reshape(-1)[:size].reshape(shape) for o in outs)
+    return tuple(o.reshape(-1)[:size] for o in outs)
+
+
+def _chunked(fn: Callable, *args, n_out: int):
+    """Apply an elementwise ``fn`` to broadcast arrays in chunks.
+
+    ``fn`` maps 1-D arrays to a tuple of ``n_out`` 1-D arrays of the same length.
+    The kernels are while loops that run until their slowest element is done, and
+    the chunk size is chosen per platform when the computation is lowered
+    (``lax.platform_dependent``): on CPU small chunks keep the loop state in
+    cache and stop each chunk early; on accelerators large chunks keep the device
+    busy, since every chunk costs a few kernel launches per loop iteration.
+    """
+    shape = args[0].shape
+    flat = [a.reshape(-1) for a in args]
+    if math.prod(shape) <= _CHUNK:
+        outs = fn(*flat)
+    else:
+        outs = lax.platform_dependent(
+            *flat,
+            cpu=functools.partial(_map_chunks, fn, _CHUNK),
+            default=functools.partial(_map_chunks, fn, _CHUNK_ACCEL),
+        )
+    assert len(outs) == n_out
+    return tuple(o.reshape(shape) for o in outs)
 
 
 # ---------------------------------------------------------------------------
