@@ -207,7 +207,7 @@ def test_contour_rule_against_mpmath(df, nc):
     x = x[x > 0]
     xj = jnp.asarray(x)
     k, lam = jnp.full_like(xj, df), jnp.full_like(xj, nc)
-    ltail, upper, lpdf, ok = (np.asarray(v) for v in impl._contour(xj, k, lam, True))
+    ltail, upper, lpdf, slope, ok = (np.asarray(v) for v in impl._contour(xj, k, lam, True))
     # The rule must be usable at most of these points, or this test tests nothing.
     assert int(ok.sum()) >= len(x) // 2, ok
     got = {n: np.asarray(getattr(ncx2, n)(xj, df, nc)) for n in ("logsf", "logcdf", "logpdf")}
@@ -218,6 +218,9 @@ def test_contour_rule_against_mpmath(df, nc):
             for g, n in ((ltail[i], "logsf" if upper[i] else "logcdf"), (lpdf[i], "logpdf")):
                 r = float(want[n])
                 assert abs(g - r) <= 1e-13 * max(1.0, abs(r)), ("rule", n, df, nc, xi, g, r)
+            r = float(want["dpdf"] / want["pdf"])
+            tol = _SLOPE_TOL * max(abs(r), 1.0 / sd)
+            assert abs(slope[i] - r) <= tol, ("slope", df, nc, xi, slope[i], r)
         for n, g in got.items():
             r = float(want[n])
             assert abs(g[i] - r) <= 1e-13 * max(1.0, abs(r)), (n, df, nc, xi, g[i], r)
@@ -226,6 +229,37 @@ def test_contour_rule_against_mpmath(df, nc):
             if r >= mp.mpf("1e-300"):
                 g = float(getattr(ncx2, n)(xi, df, nc))
                 assert _rel(g, float(r)) <= 1e-12, (n, df, nc, xi, g, r)
+
+
+# d log pdf/dx, which the quantile solver's Halley step uses (its scale near the
+# mode is 1/sd, where it crosses zero).
+_SLOPE_TOL = 1e-10
+
+
+@pytest.mark.parametrize(
+    "df,nc", [(1.0, 0.0), (1.0, 1.0), (1.0, 400.0), (3.0, 0.25), (10.0, 36.0), (50.0, 1.0)]
+)
+def test_pdf_slope_against_mpmath(df, nc):
+    """d log pdf/dx from the df = 1 closed form and from both mixture recurrences.
+
+    Each tail's evaluation returns the slope where the quantile solver uses it: the
+    sf side from the mean up, the cdf side from the mean down.
+    """
+    from glrt_jax._src import ncx2 as impl
+
+    ref = _mp_reference()
+    mean, sd = df + nc, math.sqrt(2 * (df + 2 * nc))
+    for side, zs in (("sf", [0.0, 1.0, 4.0, 12.0, 40.0]), ("cdf", [0.0, -0.5, -1.5, -2.5])):
+        x = np.array([mean + z * sd for z in zs] + ([1e-6, 1e-3] if side == "cdf" else []))
+        x = x[x > 0]
+        xj = jnp.asarray(x)
+        k, lam = jnp.full_like(xj, df), jnp.full_like(xj, nc)
+        ev = impl._eval_logsf if side == "sf" else impl._eval_logcdf
+        slope = np.asarray(ev(xj, k, lam, True)[2])
+        for xi, g in zip(x, slope, strict=True):
+            want = ref.evaluate(float(xi), df, nc)
+            r = float(want["dpdf"] / want["pdf"])
+            assert abs(g - r) <= _SLOPE_TOL * max(abs(r), 1.0 / sd), (side, df, nc, xi, g, r)
 
 
 def test_stirlerr_against_mpmath():

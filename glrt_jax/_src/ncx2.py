@@ -326,9 +326,10 @@ def _mixture_sum(x, a, m, upward, with_pdf):
 
     upward=True:  log Σ_j w_j Q(a + j, y), started below the peak (Q recurrence up).
     upward=False: log Σ_j w_j P(a + j, y), started above the peak (P recurrence down).
-    Returns (log sum, log pdf); the pdf comes from the same window (accurate
-    near the peak of the sum, used by the quantile solver) or is NaN when
-    ``with_pdf`` is False.
+    Returns (log sum, log pdf, d log pdf / dx); the pdf and its slope come from
+    the same window (accurate near the peak of the sum, used by the quantile
+    solver) or are NaN when ``with_pdf`` is False. With P_j = w_j g(a + j − 1, y)
+    the pdf terms, pdf = Σ P_j / 2 and d log pdf/dx = (Σ P_j (a + j − 1) / (y Σ P_j) − 1) / 2.
     """
     eps = _eps(x.dtype)
     big, log_big = 2.0 ** _big_exp(x.dtype), _big_exp(x.dtype) * _LN2
@@ -367,29 +368,32 @@ def _mixture_sum(x, a, m, upward, with_pdf):
     inv_m, inv_my = 1.0 / ms, 1.0 / jnp.where(my > 0, my, 1.0)
     one, zero = jnp.ones_like(x), jnp.zeros_like(x)
 
-    def step(j, b, t, u, s, sp):
+    def step(j, b, t, u, s, sp, sq):
         """Add the term of index j (b = a + j), then move to the next index."""
         s = s + t
         if with_pdf:
-            sp = sp + (u * b if upward else u)
+            pj = u * b if upward else u
+            sp, sq = sp + pj, sq + pj * (b - 1.0)
         if upward:
             j, b = j + 1.0, b + 1.0
             inv = 1.0 / (j * b)
-            return j, b, (t + u) * (m * b) * inv, u * my * inv, s, sp
+            return j, b, (t + u) * (m * b) * inv, u * my * inv, s, sp, sq
         jc = jnp.maximum(j, 0.0)
         t, u = (t + u) * (jc * inv_m), u * (jc * (b - 1.0) * inv_my)
-        return jnp.maximum(j - 1.0, -1.0), b - 1.0, t, u, s, sp
+        return jnp.maximum(j - 1.0, -1.0), b - 1.0, t, u, s, sp, sq
 
     def cond(st):
         return jnp.any(~st[-2]) & (st[-1] < _MAX_TERMS)
 
     def body(st):
-        j, b, t, u, s, sp, L, done, n = st
+        j, b, t, u, s, sp, sq, L, done, n = st
         # Checks on the carried (materialised) state, so that they do not
         # recompute the block's recurrences. Keep everything inside the range
         # of the dtype by exact power-of-two moves.
         f = jnp.where(jnp.maximum(s, t) > big, 1.0 / big, 1.0)
-        t, u, s, sp = t * f, u * f, s * f, sp * f
+        t, u, s = t * f, u * f, s * f
+        if with_pdf:
+            sp, sq = sp * f, sq * f
         L = L + jnp.where(f < 1.0, log_big, 0.0)
         # Past the peak the terms are log-concave and falling: everything not
         # yet added is at most t / (1 − ρ), ρ = T_next / T the next ratio.
@@ -399,25 +403,26 @@ def _mixture_sum(x, a, m, upward, with_pdf):
         tail_ok = (t == 0) | ((rho < 1.0) & (t <= eps * s * (1.0 - rho)))
         done = done | (j < 0) | (past & tail_ok)
         for _ in range(_BLOCK):
-            j, b, t, u, s, sp = step(j, b, t, u, s, sp)
-        return j, b, t, u, s, sp, L, done, n + _BLOCK
+            j, b, t, u, s, sp, sq = step(j, b, t, u, s, sp, sq)
+        return j, b, t, u, s, sp, sq, L, done, n + _BLOCK
 
-    init = (j0, b0, one, u0, zero, zero, L, jnp.zeros(x.shape, bool), 0)
-    _, _, _, _, s, sp, L, _, _ = lax.while_loop(cond, body, init)
+    init = (j0, b0, one, u0, zero, zero, zero, L, jnp.zeros(x.shape, bool), 0)
+    _, _, _, _, s, sp, sq, L, _, _ = lax.while_loop(cond, body, init)
     if with_pdf:
         lpdf = L + jnp.log(sp) + (-jnp.log(x) if upward else -_LN2)
+        dlpdf = (sq / (sp * y) - 1.0) * 0.5
     else:
-        lpdf = jnp.full_like(x, jnp.nan)
-    return L + jnp.log(s), lpdf
+        lpdf = dlpdf = jnp.full_like(x, jnp.nan)
+    return L + jnp.log(s), lpdf, dlpdf
 
 
 def _log_sf_sum(x, a, m, with_pdf=False):
-    """(log sf, log pdf estimate) via the upward Q recurrence. 1-D, x > 0."""
+    """(log sf, log pdf, its slope) via the upward Q recurrence. 1-D, x > 0."""
     return _mixture_sum(x, a, m, True, with_pdf)
 
 
 def _log_cdf_sum(x, a, m, with_pdf=False):
-    """(log cdf, log pdf estimate) via the downward P recurrence. 1-D, x > 0."""
+    """(log cdf, log pdf, its slope) via the downward P recurrence. 1-D, x > 0."""
     return _mixture_sum(x, a, m, False, with_pdf)
 
 
@@ -566,6 +571,12 @@ def _d1_logpdf(x, nc):
     return -0.5 * bma * bma - _HALF_LOG_2PI - jnp.log(2.0 * b) + jnp.log1p(jnp.exp(-2.0 * a * b))
 
 
+def _d1_dlogpdf(x, nc):
+    """d log pdf / dx = (a tanh(ab) − b − 1/b) / (2b) for df = 1."""
+    a, b, _ = _d1_sqrt_terms(x, nc)
+    return (a * jnp.tanh(a * b) - b - 1.0 / b) / (2.0 * b)
+
+
 # ---------------------------------------------------------------------------
 # Saddle-point contour integral: O(1) work per point once k + 2λ is large.
 #
@@ -688,9 +699,11 @@ def _contour_applies(x, a, m):
 def _contour(x, k, lam, with_pdf):
     """Trapezoidal saddle-point integral. 1-D, x > 0.
 
-    Returns (log tail, upper, log pdf or NaN, ok): the tail is the survival
-    function where ``upper`` and the cdf elsewhere (the side of the mean x is
-    on); ``ok`` marks the points where the rule's error is negligible.
+    Returns (log tail, upper, log pdf or NaN, d log pdf/dx or NaN, ok): the tail
+    is the survival function where ``upper`` and the cdf elsewhere (the side of
+    the mean x is on); ``ok`` marks the points where the rule's error is
+    negligible. The slope of the pdf is the same rule applied to
+    pdf'(x) = (1/2πi) ∫ (−s) e^{K(s) − s x} ds.
     """
     dtype = x.dtype
     mu = k + lam
@@ -737,10 +750,12 @@ def _contour(x, k, lam, with_pdf):
     val = sgn * total - jnp.exp(jnp.minimum(log_corr - phi, 0.0))
     ltail = phi + jnp.log(jnp.where(val > 0, val, 1.0))
     if with_pdf:
-        dens = (h_t / math.pi) * (0.5 + jnp.sum(e * cos, axis=1))
+        dsum = 0.5 + jnp.sum(e * cos, axis=1)
+        dens = (h_t / math.pi) * dsum
         lpdf = phi + jnp.log(jnp.where(dens > 0, dens, 1.0))
+        dlpdf = jnp.sum(e * t * sin, axis=1) / dsum - c
     else:
-        lpdf = jnp.full_like(x, jnp.nan)
+        lpdf = dlpdf = jnp.full_like(x, jnp.nan)
     ok = (
         (kappa >= _CT_KAPPA_MIN)
         & (amp[:, -1] <= -_CT_TAIL)
@@ -750,7 +765,7 @@ def _contour(x, k, lam, with_pdf):
     )
     if with_pdf:
         ok = ok & (dens > 0)
-    return ltail, upper, lpdf, ok
+    return ltail, upper, lpdf, dlpdf, ok
 
 
 # ---------------------------------------------------------------------------
@@ -807,21 +822,28 @@ def _everywhere(x, a, m):
     return jnp.ones(x.shape, bool)
 
 
+def _d1_pdf_pair(x, m, with_pdf):
+    """(log pdf, d log pdf/dx) for df = 1 (nc = 2m), or NaNs unless ``with_pdf``."""
+    if not with_pdf:
+        nan = jnp.full_like(x, jnp.nan)
+        return nan, nan
+    return _d1_logpdf(x, 2.0 * m), _d1_dlogpdf(x, 2.0 * m)
+
+
 def _eval_logsf(xs, dfs, ncs, with_pdf=False):
-    """(log sf, log pdf or NaN) at interior points.
+    """(log sf, log pdf, d log pdf/dx) at interior points (NaN unless ``with_pdf``).
 
     Closed form for df = 1, else the saddle-point contour where it is accurate,
     else the Poisson mixture.
     """
-    nan = jnp.full_like(xs, jnp.nan)
 
     def closed(x, a, m):
-        lpdf = _d1_logpdf(x, 2.0 * m) if with_pdf else nan
-        return (_d1_logsf(x, 2.0 * m), lpdf), a == 0.5
+        lpdf, dlpdf = _d1_pdf_pair(x, m, with_pdf)
+        return (_d1_logsf(x, 2.0 * m), lpdf, dlpdf), a == 0.5
 
     def contour(x, a, m):
-        lt, upper, lpdf, ok = _contour(x, 2.0 * a, 2.0 * m, with_pdf)
-        return (jnp.where(upper, lt, _log1mexp(lt)), lpdf), ok
+        lt, upper, lpdf, dlpdf, ok = _contour(x, 2.0 * a, 2.0 * m, with_pdf)
+        return (jnp.where(upper, lt, _log1mexp(lt)), lpdf, dlpdf), ok
 
     def mixture(x, a, m):
         return _log_sf_sum(x, a, m, with_pdf), jnp.ones(x.shape, bool)
@@ -831,22 +853,21 @@ def _eval_logsf(xs, dfs, ncs, with_pdf=False):
         0.5 * dfs,
         0.5 * ncs,
         ((_is_df1, closed), (_contour_applies, contour), (_everywhere, mixture)),
-        2,
+        3,
     )
 
 
 def _eval_logcdf(xs, dfs, ncs, with_pdf=False):
-    """(log cdf, log pdf or NaN) at interior points; methods as in ``_eval_logsf``."""
-    nan = jnp.full_like(xs, jnp.nan)
+    """(log cdf, log pdf, d log pdf/dx) at interior points; as ``_eval_logsf``."""
 
     def closed(x, a, m):
         lcdf, usable = _d1_logcdf(x, 2.0 * m)
-        lpdf = _d1_logpdf(x, 2.0 * m) if with_pdf else nan
-        return (lcdf, lpdf), (a == 0.5) & usable
+        lpdf, dlpdf = _d1_pdf_pair(x, m, with_pdf)
+        return (lcdf, lpdf, dlpdf), (a == 0.5) & usable
 
     def contour(x, a, m):
-        lt, upper, lpdf, ok = _contour(x, 2.0 * a, 2.0 * m, with_pdf)
-        return (jnp.where(upper, _log1mexp(lt), lt), lpdf), ok
+        lt, upper, lpdf, dlpdf, ok = _contour(x, 2.0 * a, 2.0 * m, with_pdf)
+        return (jnp.where(upper, _log1mexp(lt), lt), lpdf, dlpdf), ok
 
     def mixture(x, a, m):
         return _log_cdf_sum(x, a, m, with_pdf), jnp.ones(x.shape, bool)
@@ -856,13 +877,13 @@ def _eval_logcdf(xs, dfs, ncs, with_pdf=False):
         0.5 * dfs,
         0.5 * ncs,
         ((_is_df1, closed), (_contour_applies, contour), (_everywhere, mixture)),
-        2,
+        3,
     )
 
 
 def _kernel_logsf(x, df, nc):
     bad, interior, xs, dfs, ncs = _safe_inputs(x, df, nc)
-    lsf, _ = _eval_logsf(xs, dfs, ncs)
+    lsf, _, _ = _eval_logsf(xs, dfs, ncs)
     lsf = jnp.minimum(lsf, 0.0)  # rounding (float32) must not give sf > 1
     out = jnp.where(x <= 0, 0.0, jnp.where(jnp.isposinf(x), -jnp.inf, lsf))
     return (jnp.where(bad, jnp.nan, out),)
@@ -870,7 +891,7 @@ def _kernel_logsf(x, df, nc):
 
 def _kernel_logcdf(x, df, nc):
     bad, interior, xs, dfs, ncs = _safe_inputs(x, df, nc)
-    lcdf, _ = _eval_logcdf(xs, dfs, ncs)
+    lcdf, _, _ = _eval_logcdf(xs, dfs, ncs)
     lcdf = jnp.minimum(lcdf, 0.0)
     out = jnp.where(x <= 0, -jnp.inf, jnp.where(jnp.isposinf(x), 0.0, lcdf))
     return (jnp.where(bad, jnp.nan, out),)
@@ -883,7 +904,7 @@ def _kernel_logpdf(x, df, nc):
         return (_d1_logpdf(x, 2.0 * m),), a == 0.5
 
     def contour(x, a, m):
-        _, _, lpdf, ok = _contour(x, 2.0 * a, 2.0 * m, True)
+        _, _, lpdf, _, ok = _contour(x, 2.0 * a, 2.0 * m, True)
         return (lpdf,), ok
 
     def series(x, a, m):
@@ -983,11 +1004,9 @@ def _solve_tail(logq, upper, k, lam):
 
     def evaluate(u):
         x = jnp.exp(u)
-        lsf, lpdf_sf = _eval_logsf(x, k, lam, True)
-        lcdf, lpdf_cdf = _eval_logcdf(x, k, lam, True)
-        lval = jnp.where(upper, lsf, lcdf)
-        lpdf = jnp.where(upper, lpdf_sf, lpdf_cdf)
-        return lval, lpdf
+        on_sf = _eval_logsf(x, k, lam, True)
+        on_cdf = _eval_logcdf(x, k, lam, True)
+        return tuple(jnp.where(upper, a, b) for a, b in zip(on_sf, on_cdf, strict=True))
 
     # To keep one evaluation per step, evaluate only the needed tail.
     def evaluate_tail(u):
@@ -1008,7 +1027,7 @@ def _solve_tail(logq, upper, k, lam):
 
     def body(st):
         i, u, lo, hi, last, done = st
-        lval, lpdf = evaluate_tail(u)
+        lval, lpdf, dlpdf = evaluate_tail(u)
         f = lval - logq
         # For the upper tail f decreases in x; for the lower tail it increases.
         sign = jnp.where(upper, -1.0, 1.0)
@@ -1016,12 +1035,19 @@ def _solve_tail(logq, upper, k, lam):
         hi = jnp.where(too_high_u & ~done, jnp.minimum(hi, u), hi)
         lo = jnp.where(~too_high_u & ~done, jnp.maximum(lo, u), lo)
         x = jnp.exp(u)
-        # d lval / du = sign * x * pdf / val
-        ratio = jnp.exp(lpdf - lval) * x
-        step_u_lower = -f / ratio  # Newton in u
-        # Newton in x for the upper tail: dx = f * val / pdf
-        x_new = x + f * jnp.exp(lval - lpdf)
-        u_newton = jnp.where(upper, jnp.log(jnp.where(x_new > 0, x_new, x * 0.5)), u + step_u_lower)
+        # Halley's step δ = δN / (1 + δN c / 2), with δN the Newton step and
+        # c = f''/f' in the Newton variable: x for the upper tail, where
+        # f' = −h (h = pdf/sf) and c = ℓ' + h; u = log x for the lower tail, where
+        # f' = x pdf/cdf and c = 1 + x ℓ' − f'; ℓ' = d log pdf/dx. The factor is
+        # kept in [1/2, 2]: far from the root the step stays Newton-like.
+        h = jnp.exp(lpdf - lval)
+        newton = jnp.where(upper, f / h, -f / (h * x))
+        curv = jnp.where(upper, dlpdf + h, 1.0 + x * (dlpdf - h))
+        denom = 1.0 + 0.5 * newton * curv
+        denom = jnp.where(jnp.isfinite(denom), jnp.clip(denom, 0.5, 2.0), 1.0)
+        delta = newton / denom
+        x_new = x + delta
+        u_newton = jnp.where(upper, jnp.log(jnp.where(x_new > 0, x_new, x * 0.5)), u + delta)
         # Safeguard: bisect (in u) when Newton leaves the bracket.
         inside = (u_newton >= lo) & (u_newton <= hi) & jnp.isfinite(u_newton)
         u_bis = jnp.where(
