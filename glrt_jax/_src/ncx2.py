@@ -963,8 +963,37 @@ def _z_from_logq(logq):
     return jnp.where(logq > -700.0, z_direct, z0)
 
 
+def _lower_asymptote(logq, k, lam):
+    """x with log cdf(x) ≈ logq from the small-x expansion, and a validity measure.
+
+    With y = x/2, a = k/2, m = λ/2 and A = e^{−m} y^a / Γ(a + 1), expanding
+    P(b, y) = y^b / Γ(b + 1) · Σ_n b (−y)^n / ((b + n) n!) inside the mixture gives
+    cdf = A (1 + c₁ y + d₂ y² + O(y³)) with c₁ = (m − a)/(a + 1) and
+    d₂ = [a(a + 1) − 2m(a + 1) + m²] / (2(a + 1)(a + 2)). The equation
+    a v + c₁ e^v + e₂ e^{2v} = logq + m + log Γ(a + 1) in v = log y, with
+    e₂ = d₂ − c₁²/2 (the expansion of the log), is solved by four damped Newton
+    steps from the one-term root. Returns (x, size of the neglected terms'
+    scale): the guess is good where that measure is small.
+    """
+    a = 0.5 * k
+    m = 0.5 * lam
+    c1 = (m - a) / (a + 1.0)
+    d2 = (a * (a + 1.0) - 2.0 * m * (a + 1.0) + m * m) / (2.0 * (a + 1.0) * (a + 2.0))
+    e2 = d2 - 0.5 * c1 * c1
+    rhs = logq + m + lax.lgamma(a + 1.0)
+    v = rhs / a
+    for _ in range(4):
+        y = jnp.exp(v)
+        g = a * v + y * (c1 + e2 * y) - rhs
+        slope = a + y * (c1 + 2.0 * e2 * y)
+        v = v - g / jnp.maximum(slope, 0.5 * a)
+    y = jnp.exp(v)
+    return 2.0 * y, jnp.maximum(0.2 * jnp.abs(c1) * y, jnp.abs(e2) * y * y)
+
+
 def _initial_guess(logq, upper, k, lam):
-    """Sankaran's cube-root normal approximation, with tail fallbacks.
+    """Sankaran's cube-root normal approximation; for the lower tail at small x,
+    the two-term expansion of ``_lower_asymptote`` where it holds.
 
     ``upper``: solve sf(x) = e^{logq}; else cdf(x) = e^{logq}.
     """
@@ -978,13 +1007,12 @@ def _initial_guess(logq, upper, k, lam):
     z = jnp.where(upper, z, -z)
     base = mean + sd * z
     x_sank = mu * jnp.power(jnp.maximum(base, 1e-3), 1.0 / h)
-    # Lower-tail asymptote: cdf ≈ e^{-λ/2} (x/2)^a / Γ(a+1).
-    a = 0.5 * k
-    x_low = 2.0 * jnp.exp((logq + 0.5 * lam + lax.lgamma(a + 1.0)) / a)
-    # An overflowing asymptote (large λ) is far above the root: never use it.
-    x_low = jnp.where(jnp.isnan(x_low), jnp.inf, x_low)
-    use_low = ~upper & ((base <= 1e-3) | (x_low < x_sank * 0.5))
-    return jnp.where(use_low, jnp.minimum(x_low, x_sank), x_sank)
+    x_low, neglected = _lower_asymptote(logq, k, lam)
+    # Sankaran is far off in the lower tail of small df (by factors up to e^90
+    # at df = 1/2); measured over df ≤ 10, nc ≤ 36, p ≥ 1e-12, the expansion is
+    # within 4 % in x (worst 3.1 %) wherever its neglected terms are ≤ 0.2.
+    use_low = ~upper & jnp.isfinite(x_low) & (x_low > 0) & ((neglected <= 0.2) | (base <= 1e-3))
+    return jnp.where(use_low, x_low, x_sank)
 
 
 def _solve_tail(logq, upper, k, lam):
