@@ -1068,8 +1068,9 @@ def _lower_start(logq, lower, k, lam, x_sank, sank_degenerate):
 def _solve_tail(logq, upper, k, lam):
     """x with log sf(x) = logq (upper) or log cdf(x) = logq (lower). 1-D arrays.
 
-    Newton on u = log x for the lower tail and on x for the upper tail (where
-    log sf is concave and nearly linear), safeguarded by a bracket in u.
+    Halley's method (Newton with the curvature from d log pdf/dx) on u = log x for
+    the lower tail and on x for the upper tail (where log sf is concave and
+    nearly linear), safeguarded by a bracket in u, from ``_initial_guess``.
     """
     dtype = logq.dtype
     eps = _eps(dtype)
@@ -1185,8 +1186,8 @@ def _quantile_any(v, log_input, lower_tail, df, nc):
     """The four quantile functions in one program (one compilation serves all four).
 
     ``v`` is a probability, or a log-probability where ``log_input``; the quantile
-    is of the survival function, or of the cdf where ``lower_tail``. Newton works
-    on whichever tail is smaller.
+    is of the survival function, or of the cdf where ``lower_tail``. The solver
+    works on whichever tail is smaller.
     """
     v, df, nc = _promote(v, df, nc)
     log_input = jnp.broadcast_to(log_input, v.shape)
@@ -1417,8 +1418,9 @@ def _quantile_tangent(x, df, nc, t_nc, dprob_over_pdf):
 def isf(p, df, nc):
     """Inverse survival function: ``x`` with ``sf(x, df, nc) = p``.
 
-    Safeguarded Newton on the smaller tail, started from Sankaran's
-    approximation; relative accuracy ~1e-13 in float64 for ``p`` down to the
+    Safeguarded Halley iteration on the smaller tail, started from Sankaran's
+    approximation (in the lower tail: a small-x expansion or one saddle-point
+    step); relative accuracy ~1e-13 in float64 for ``p`` down to the
     smallest normal double (use :func:`logisf` below that).
 
     Args:
