@@ -485,27 +485,97 @@ def test_lower_tail_start_against_scipy():
     for df in (0.5, 1.0, 2.0, 3.0, 10.0):
         for nc in (0.0, 0.25, 1.0, 10.0, 36.0):
             ref = stats.ncx2.ppf(p, df, nc) if nc > 0 else stats.chi2.ppf(p, df)
-            x, neglected = (
+            log_x, neglected = (
                 np.asarray(v)
                 for v in impl._lower_asymptote(jnp.log(jnp.asarray(p)), jnp.asarray(df), nc)
             )
             ok = neglected <= 0.2
             used += int(ok.sum())
-            err = np.abs(np.log(x[ok] / ref[ok]))
+            err = np.abs(log_x[ok] - np.log(ref[ok]))
             assert err.size == 0 or err.max() <= 0.04, (df, nc, err.max())
     assert used >= 600, used
 
 
 @pytest.mark.parametrize("df,nc", [(10.0, 36.0), (50.0, 1.0), (300.0, 0.0), (10.0, 100.0)])
 def test_lower_tail_start_refined_on_saddle_point(df, nc):
-    """Where the expansion does not hold, one Newton step on the Lugannani–Rice
-    approximation brings Sankaran's lower-tail start (off by up to e^0.7 at
-    (10, 36)) within 1 % of scipy's ppf, so that two solver steps suffice."""
+    """Where the expansion does not hold, Newton steps on the Lugannani–Rice
+    approximation bring Sankaran's lower-tail start (off by up to e^0.7 at
+    (10, 36)) within 1 % of scipy's ppf, where the solver's first step is final."""
     from glrt_jax._src import ncx2 as impl
 
     p = np.logspace(-12, math.log10(0.45), 40)
     ref = stats.ncx2.ppf(p, df, nc) if nc > 0 else stats.chi2.ppf(p, df)
     lq = jnp.log(jnp.asarray(p))
-    x0 = np.asarray(impl._initial_guess(lq, jnp.zeros(p.shape, bool), df, nc))
-    err = np.abs(np.log(x0 / ref))
+    u0 = np.asarray(impl._initial_guess(lq, jnp.zeros(p.shape, bool), df, nc))
+    err = np.abs(u0 - np.log(ref))
     assert err.max() <= 1e-2, err.max()
+
+
+@pytest.mark.parametrize("df,nc", [(1.0, 1.0), (3.0, 0.25), (10.0, 36.0), (2.0, 0.0), (300.0, 1e3)])
+def test_taylor_step_against_mpmath(df, nc):
+    """The solver's step: Taylor coefficients of the log tail from the Riccati
+    recursion, inverted. From mpmath values at x0 (so only the recursion and the
+    inversion are under test), the step to x0·e^t must recover t to rounding when
+    |t| ≤ 5e-3, and its error bound must cover the true error wherever it claims
+    convergence."""
+    from glrt_jax._src import ncx2 as impl
+
+    ref = _mp_reference()
+    mean, sd = df + nc, math.sqrt(2 * (df + 2 * nc))
+    eps = np.finfo(float).eps
+    for upper, zs in ((True, [0.5, 2.0, 6.0, 20.0]), (False, [-0.5, -1.5, -2.5])):
+        for z in zs:
+            x0 = mean + z * sd
+            if x0 <= 0:
+                continue
+            at0 = ref.evaluate(x0, df, nc)
+            key = "logsf" if upper else "logcdf"
+            for t_true in (-5e-2, -5e-3, -1e-3, 1e-4, 1e-3, 5e-3, 5e-2):
+                x1 = x0 * math.exp(t_true)
+                c = float(ref.evaluate(x1, df, nc)[key] - at0[key])
+                t, err, _ = (
+                    float(v)
+                    for v in impl._taylor_step(
+                        jnp.asarray(c),
+                        jnp.asarray(float(at0[key])),
+                        jnp.asarray(float(at0["logpdf"])),
+                        jnp.asarray(float(at0["dpdf"] / at0["pdf"])),
+                        jnp.asarray(x0),
+                        jnp.asarray(upper),
+                        jnp.asarray(df),
+                        jnp.asarray(nc),
+                    )
+                )
+                g0 = abs(float(x0 * at0["pdf"] / mp.exp(at0[key])))
+                # Rounding of c (in units of the log tail) and of t itself.
+                noise = 8 * eps * (max(1.0, abs(float(at0[key]))) / g0 + 1.0)
+                case = (df, nc, upper, z, t_true, t, err)
+                if abs(t_true) <= 5e-3:
+                    assert abs(t - t_true) <= noise, case
+                if abs(t_true) <= 1e-3:  # the solver's claim of convergence
+                    assert err <= 4 * eps * max(1.0, abs(float(at0[key]))), case
+                assert abs(t - t_true) <= err / g0 + noise, case
+
+
+@pytest.mark.parametrize(
+    "df,nc", [(1.0, 1.0), (10.0, 36.0), (300.0, 1e3), (10.0, 1e5), (3.0, 0.25)]
+)
+def test_one_evaluation_per_quantile(df, nc, monkeypatch):
+    """On the benchmark cases the solver's first step is already final: with a
+    single evaluation allowed, quantiles at p in [1e-12, 0.5] (both tails) agree
+    with the unrestricted solver and with scipy."""
+    from glrt_jax._src import ncx2 as impl
+
+    p = np.exp(np.linspace(math.log(1e-12), math.log(0.5), 61))
+    full = {fn: np.asarray(getattr(ncx2, fn)(p, df, nc)) for fn in ("ppf", "isf")}
+    monkeypatch.setattr(impl, "_NEWTON_ITERS", 1)
+    jax.clear_caches()
+    try:
+        for fn in ("ppf", "isf"):
+            one = np.asarray(getattr(ncx2, fn)(p, df, nc))
+            np.testing.assert_allclose(one, full[fn], rtol=4e-15, err_msg=fn)
+            peer = getattr(stats.ncx2, fn)(p, df, nc)
+            np.testing.assert_allclose(one, peer, rtol=1e-11, err_msg=fn)
+    finally:
+        monkeypatch.undo()
+        jax.clear_caches()
