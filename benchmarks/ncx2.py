@@ -1,8 +1,9 @@
 """Speed and accuracy of glrt_jax.ncx2 against scipy.stats.ncx2 and TFP, in one process.
 
 Usage:
-    python benchmarks/ncx2.py [--n 1000000] [--nq 100000] [--no-tfp]
+    python benchmarks/ncx2.py [--n 1000000] [--nq 100000] [--no-tfp] [--cpus 1]
     python benchmarks/ncx2.py --gpu-sizes [--n-sf 100000000] [--n-isf 10000000]
+    python benchmarks/ncx2.py --chunk-study [--chunks 1024 4096 ...]
 
 For each (df, nc) case, draws ``n`` points spread over both tails (from the bulk
 out to sf ≈ 1e-12), times sf and cdf (warm, after compilation; compile time is
@@ -12,14 +13,22 @@ the device and the jax version. TFP's JAX ``NoncentralChi2`` is timed on the
 same points when ``tfp-nightly`` is installed; its accuracy is measured against
 glrt_jax where both are positive (glrt_jax agrees with mpmath to ~1e-13).
 
+``--cpus N`` pins the process to N cores before JAX starts its thread pool: with
+``--cpus 1`` both sides run on one core (scipy is single-threaded anyway), the
+steadiest comparison on a shared machine.
+
 ``--gpu-sizes`` times throughput instead, on whatever device JAX uses: sf and cdf
 on ``--n-sf`` points (default 1e8) and isf on ``--n-isf`` (default 1e7), in
 float64 and float32, and checks a subsample of each against scipy.
+
+``--chunk-study`` times sf (``n`` points) and ppf (``nq`` probabilities) with the
+CPU chunk size of the kernels set to each of ``--chunks`` in turn (ns/point).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import time
 
@@ -88,6 +97,33 @@ def _throughput(n_sf, n_isf, rng):
                 del a, out
 
 
+def _chunk_study(n, nq, chunks, rng):
+    """ns/point of sf and ppf for each CPU chunk size (the library's is ``_CHUNK``)."""
+    from glrt_jax._src import ncx2 as impl
+
+    default = impl._CHUNK
+    print(f"library chunk: {default}\n")
+    print("| (df, nc) | fn | " + " | ".join(f"chunk {c}" for c in chunks) + " |")
+    print("|---|---|" + "---|" * len(chunks))
+    try:
+        for df, nc in CASES:
+            x = jnp.asarray(_points(df, nc, n, rng))
+            p = jnp.asarray(np.exp(rng.uniform(np.log(1e-12), np.log(0.5), nq)))
+            for name, fn, arg in [("sf", ncx2.sf, x), ("ppf", ncx2.ppf, p)]:
+                cells = []
+                for c in chunks:
+                    impl._CHUNK = c
+                    jax.clear_caches()  # the chunk size is read when tracing
+                    f = jax.jit(lambda v, fn=fn, df=df, nc=nc: fn(v, df, nc))
+                    jax.block_until_ready(f(arg))
+                    t, _ = _best(lambda f=f, arg=arg: f(arg), repeat=5)
+                    cells.append(f"{t / arg.shape[0] * 1e9:.0f}")
+                print(f"| ({df:g}, {nc:g}) | {name} | " + " | ".join(cells) + " |", flush=True)
+    finally:
+        impl._CHUNK = default
+        jax.clear_caches()
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=1_000_000)
@@ -96,15 +132,29 @@ def main(argv=None):
     ap.add_argument("--gpu-sizes", action="store_true", help="throughput on large arrays")
     ap.add_argument("--n-sf", type=int, default=100_000_000)
     ap.add_argument("--n-isf", type=int, default=10_000_000)
+    ap.add_argument("--cpus", type=int, default=None, help="pin to this many cores")
+    ap.add_argument("--chunk-study", action="store_true", help="time CPU chunk sizes")
+    ap.add_argument(
+        "--chunks", type=int, nargs="+", default=[1024, 4096, 16384, 32768, 65536, 131072]
+    )
     args = ap.parse_args(argv)
+    if args.cpus is not None:
+        # Before the first computation, so JAX's CPU thread pool inherits it.
+        os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[: args.cpus])
     rng = np.random.default_rng(0)
     tfp_ncx2 = None if args.no_tfp else _tfp_dist()
     dev = jax.devices()[0]
     cpu = platform.processor() or platform.machine()
-    print(f"device: {dev.platform} ({dev.device_kind}), {cpu}")
+    print(
+        f"device: {dev.platform} ({dev.device_kind}), {cpu}, {len(os.sched_getaffinity(0))} cores"
+    )
     if args.gpu_sizes:
         print(f"jax {jax.__version__}\n")
         _throughput(args.n_sf, args.n_isf, rng)
+        return
+    if args.chunk_study:
+        print(f"jax {jax.__version__}, n = {args.n:.0e} (sf), {args.nq:.0e} (ppf)\n")
+        _chunk_study(args.n, args.nq, args.chunks, rng)
         return
     print(f"jax {jax.__version__}, n = {args.n:.0e} points (sf/cdf), {args.nq:.0e} (isf/ppf)\n")
     rows = []

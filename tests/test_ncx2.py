@@ -231,7 +231,7 @@ def test_contour_rule_against_mpmath(df, nc):
                 assert _rel(g, float(r)) <= 1e-12, (n, df, nc, xi, g, r)
 
 
-# d log pdf/dx, which the quantile solver's Halley step uses (its scale near the
+# d log pdf/dx, which the quantile solver's Taylor step uses (its scale near the
 # mode is 1/sd, where it crosses zero).
 _SLOPE_TOL = 1e-10
 

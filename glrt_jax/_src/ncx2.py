@@ -990,7 +990,7 @@ def _logpdf_impl(x, df, nc):
 
 
 # ---------------------------------------------------------------------------
-# Quantiles: safeguarded Newton on the smaller tail
+# Quantiles: safeguarded Taylor steps on the smaller tail
 # ---------------------------------------------------------------------------
 
 _NEWTON_ITERS = 60
@@ -1550,10 +1550,12 @@ def _quantile_tangent(x, df, nc, t_nc, dprob_over_pdf):
 def isf(p, df, nc):
     """Inverse survival function: ``x`` with ``sf(x, df, nc) = p``.
 
-    Safeguarded Halley iteration on the smaller tail, started from Sankaran's
-    approximation (in the lower tail: a small-x expansion or one saddle-point
-    step); relative accuracy ~1e-13 in float64 for ``p`` down to the
-    smallest normal double (use :func:`logisf` below that).
+    Solved on the smaller tail by safeguarded steps that invert the log tail's
+    Taylor polynomial (usually one evaluation per point), started from
+    Sankaran's approximation refined on the Lugannani–Rice saddle-point
+    approximation (in the lower tail, where it holds, a small-x expansion);
+    relative accuracy ~1e-13 in float64 for ``p`` down to the smallest normal
+    double (use :func:`logisf` below that).
 
     Args:
       p: probability in ``[0, 1]``. df: degrees of freedom ``> 0``.
