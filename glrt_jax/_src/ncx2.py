@@ -1069,7 +1069,8 @@ def _lr_logtail(x, k, lam, upper):
     sf ≈ Q(w) + φ(w)(1/ũ − 1/w) above the mean, cdf ≈ Φ(w) + φ(w)(1/w − 1/ũ)
     below it; on the smaller tail both read Q(|w|)(1 + M(|w|)(1/|ũ| − 1/|w|))
     with the Mills ratio M = φ/Q. Returns (log tail, d log tail/d log x ≈
-    ∓ x |c| M(|w|)/|w|, |w|); a start for the solver, not a value to return.
+    ∓ x |c| M(|w|)/|w|, |w| where x is on the requested tail's side of the
+    mean, else 0); a start for the solver, not a value to return.
     """
     r = _saddle(x, k, lam)
     v = 1.0 + r
@@ -1190,10 +1191,8 @@ def _taylor_step(c, lval, lpdf, dlpdf, x, upper, k, lam):
         p, dp = poly(t)
         t = t - (p - c) / dp
     p, _ = poly(t)
-    tn = t ** (order - 1)
-    tail = (
-        jnp.abs(f[order - 2]) + jnp.abs(t) * (jnp.abs(f[order - 1]) + jnp.abs(f[order] * t))
-    ) * jnp.abs(tn)
+    at = jnp.abs(t)
+    tail = sum(jnp.abs(f[n - 1]) * at**n for n in (order - 1, order, order + 1))
     return t, jnp.abs(p - c) + 2.0 * tail, newton
 
 
