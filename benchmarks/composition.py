@@ -2,6 +2,7 @@
 
 Usage:
     python benchmarks/composition.py [--repeat 5] [--no-fine-reference]
+    python benchmarks/composition.py --scale [--plot docs/composition_scale.png]
 
 Cases (δ = 1e-5, add/remove, Poisson subsampling):
 
@@ -108,10 +109,17 @@ def _row(name, seconds, eps, ref, peak, base):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--scale", action="store_true", help="composition at scale (P1–P4, K, N)")
+    ap.add_argument("--plot", default=None, help="with --scale: write time-vs-N plot here")
     ap.add_argument(
         "--no-fine-reference", action="store_true", help="skip dp_accounting at 1e-5 (about 10 s)"
     )
     args = ap.parse_args(argv)
+    if args.scale:
+        import composition_scale
+
+        composition_scale.run(repeat=min(args.repeat, 3), plot=args.plot)
+        return
     dev = jax.devices()[0]
     cpu = platform.processor() or platform.machine()
     try:

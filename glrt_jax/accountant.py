@@ -7,7 +7,9 @@ Two threat models, each function says which it assumes:
   λ = Σ Δ_i²/σ_i² — closed form;
 * per round (:func:`dpsgd_epsilon`, :func:`dpsgd_delta`, :class:`PLDAccountant`): rounds
   are independent (e.g. Poisson-subsampled DP-SGD steps) and the GLRT adversary
-  re-estimates the direction every round — numeric composition with certified bounds.
+  re-estimates the direction every round — numeric composition with certified bounds;
+  schedules of K phases (arrays of σ, q, steps) in one compiled program
+  (:func:`schedule_epsilon`, :func:`schedule_delta`: jit, vmap, grad).
 """
 
 from glrt_jax._src.accountant import (
@@ -23,9 +25,14 @@ from glrt_jax._src.accountant import (
     dpsgd_delta,
     dpsgd_epsilon,
     epsilon,
+    schedule_delta,
+    schedule_epsilon,
 )
+from glrt_jax._src.composition import SIZES, Bounds
 
 __all__ = [
+    "SIZES",
+    "Bounds",
     "THREAT_MODEL_PER_ROUND",
     "THREAT_MODEL_SHARED",
     "CompositionReport",
@@ -38,4 +45,6 @@ __all__ = [
     "dpsgd_delta",
     "dpsgd_epsilon",
     "epsilon",
+    "schedule_delta",
+    "schedule_epsilon",
 ]

@@ -40,7 +40,8 @@ def test_dpsgd_epsilon_npo_matches_dp_accounting():
     ref = acc.get_epsilon(DELTA)  # pessimistic: an upper bound on the truth
     assert abs(ref - 1.82824) < 1e-3
     assert abs(rep.npo.estimate - ref) < 2e-3
-    assert rep.npo.lower <= ref and rep.npo.upper - rep.npo.lower <= 1e-2
+    # Certified bracket around the truth, upper within 1e-3 (relative) of dp_accounting's.
+    assert rep.npo.lower <= ref and abs(rep.npo.upper / ref - 1.0) <= 1e-3
     assert rep.glrt.upper < rep.npo.lower  # the GLRT adversary is weaker
     assert rep.quantity == "epsilon" and rep.delta == DELTA and rep.dims == (1,)
     assert "per-round" in rep.threat_model and "| GLRT (d = 1) |" in rep.table()
@@ -62,9 +63,11 @@ def test_dp_events_and_own_events_agree_and_match_design():
     # DESIGN.md §2: NPO ε ≈ 1.312, GLRT (d = 1, per round) ε ≈ 0.143.
     assert ra.npo.lower <= 1.3122 and abs(ra.npo.estimate - 1.312) < 1e-3
     assert abs(ra.glrt.estimate - 0.143) < 1e-3
-    # δ at the certified ε is certified below δ, for both adversaries.
+    # δ at the certified ε is δ to the accuracy of the two queries' own lattices (each
+    # query chooses its lattice and tilt), and NPO is certified above δ there.
     rd = a.delta(ra.glrt.upper)
-    assert rd.glrt.upper <= DELTA * (1 + 1e-9) and rd.npo.lower > DELTA
+    assert rd.glrt.lower <= DELTA
+    assert rd.glrt.upper <= DELTA * (1 + 2e-3) and rd.npo.lower > DELTA
 
 
 def test_heterogeneous_rounds_without_subsampling_match_closed_form():
@@ -103,7 +106,7 @@ def test_report_cli_with_sampling_rate(capsys):
         (lambda: accountant.dpsgd_epsilon(1.0, 0.01, 10, float("nan")), "delta"),
         (lambda: accountant.dpsgd_delta(1.0, 0.01, 10, -1.0), "epsilon"),
         (lambda: accountant.dpsgd_epsilon(1.0, 0.01, 10, 1e-5, d=0), "dim"),
-        (lambda: accountant.dpsgd_epsilon(1.0, 0.01, 10, 1e-5, eps_tol=0.0), "eps_tol"),
+        (lambda: accountant.dpsgd_epsilon(1.0, 0.01, 10, 1e-5, tol=0.0), "tol"),
         (lambda: accountant.dpsgd_epsilon(1.0, 0.01, 10, 1e-5, neighbouring="x"), "neighbouring"),
         (lambda: accountant.PLDAccountant().compose(dp_accounting.LaplaceDpEvent(1.0)), "Laplace"),
         (lambda: accountant.PLDAccountant().compose("gaussian"), "event"),

@@ -23,8 +23,10 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
-from glrt_jax._src import profile
+from glrt_jax._src import composition, profile
+from glrt_jax._src.composition import Bounds
 from glrt_jax._src.validation import check_range
 
 THREAT_MODEL_SHARED = "shared direction (Theorem 2): lambda = sum Delta_i^2/sigma_i^2"
@@ -249,7 +251,7 @@ class CompositionReport:
     Attributes:
       quantity: ``"epsilon"`` (``npo``/``glrt`` bound ε at ``delta``) or ``"delta"``
         (they bound δ at ``epsilon``).
-      npo, glrt: :class:`glrt_jax.pld.Bounds` ``(lower, estimate, upper)`` as floats; the
+      npo, glrt: :class:`Bounds` ``(lower, estimate, upper)`` as floats; the
         true value lies in ``[lower, upper]``; ``upper`` is the guarantee to report.
       epsilon, delta: the fixed coordinate (the other is ``None``).
       dims: the query dimensions seen by the GLRT adversary.
@@ -292,7 +294,8 @@ class PLDAccountant:
       dim: default query dimension d for the GLRT adversary.
       neighbouring: ``"add_remove"`` (the larger of the remove and add directions) or
         ``"replace_one"``.
-      eps_tol: target width of the ε bounds (see :func:`glrt_jax.pld.make_grid`).
+      tol: relative accuracy of the upper bounds (see
+        :func:`glrt_jax.accountant.schedule_epsilon`); 1e-3 by default.
 
     Example:
       >>> import jax
@@ -305,16 +308,16 @@ class PLDAccountant:
       True
     """
 
-    def __init__(self, dim: int = 1, neighbouring: str = "add_remove", eps_tol: float = 1e-2):
+    def __init__(self, dim: int = 1, neighbouring: str = "add_remove", tol: float = 1e-3):
         check_range("dim", dim, lo=1.0, integer=True)
         if neighbouring not in ("add_remove", "replace_one"):
             raise ValueError(
                 f"neighbouring must be 'add_remove' or 'replace_one'; got {neighbouring!r}"
             )
-        check_range("eps_tol", eps_tol, lo=0.0, hi=1.0, lo_open=True)
+        check_range("tol", tol, lo=1e-7, hi=0.5)
         self.dim = int(dim)
         self.neighbouring = neighbouring
-        self.eps_tol = float(eps_tol)
+        self.tol = float(tol)
         self._events: list[SubsampledGaussianEvent] = []
 
     @property
@@ -334,42 +337,41 @@ class PLDAccountant:
                 self._events.append(e)
         return self
 
-    def _blocks(self, adversary):
-        from glrt_jax._src import pld
-
+    def _schedule(self):
         if not self._events:
             raise ValueError("nothing composed yet: call compose(event) first")
-        return [
-            pld.GaussianBlock(
-                sigma=float(e.noise_multiplier),
-                sensitivity=1.0,
-                sampling_rate=float(e.sampling_rate),
-                steps=int(e.count),
-                adversary=adversary,
-                dim=int(e.dim) if adversary == "glrt" else 1,
+        dims = self._dims()
+        if len(dims) > 1:
+            raise ValueError(
+                f"events of different query dimension {list(dims)} cannot be composed in one "
+                "schedule yet; use one dim per accountant"
             )
-            for e in self._events
-        ]
+        sig = np.array([float(e.noise_multiplier) for e in self._events])
+        q = np.array([float(e.sampling_rate) for e in self._events])
+        n = np.array([int(e.count) for e in self._events], dtype=np.int64)
+        return sig, q, n, dims[0]
 
-    def _query(self, fn_name, value):
-        from glrt_jax._src import pld
-
-        fn = getattr(pld, fn_name)
+    def _query(self, fn, value):
+        sig, q, n, d = self._schedule()
         out = {}
         for adversary in ("npo", "glrt"):
             b = fn(
-                self._blocks(adversary),
+                sig,
+                q,
+                n,
                 value,
+                d=d,
+                adversary=adversary,
                 neighbouring=self.neighbouring,
-                eps_tol=self.eps_tol,
+                tol=self.tol,
             )
-            out[adversary] = pld.Bounds(*(float(v) for v in b))
+            out[adversary] = Bounds(*(float(v) for v in b))
         return out
 
     def epsilon(self, delta: float) -> CompositionReport:
         """Bounds on ε at ``delta`` for NPO and GLRT (per-round composition)."""
         check_range("delta", delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
-        out = self._query("epsilon_for_delta", float(delta))
+        out = self._query(composition.schedule_epsilon, float(delta))
         return CompositionReport(
             "epsilon",
             out["npo"],
@@ -383,7 +385,7 @@ class PLDAccountant:
     def delta(self, epsilon: float) -> CompositionReport:
         """Bounds on δ at ``epsilon`` for NPO and GLRT (per-round composition)."""
         check_range("epsilon", epsilon, lo=0.0)
-        out = self._query("delta_for_epsilon", float(epsilon))
+        out = self._query(composition.schedule_delta, float(epsilon))
         return CompositionReport(
             "delta",
             out["npo"],
@@ -398,8 +400,8 @@ class PLDAccountant:
         return tuple(sorted({int(e.dim) for e in self._events}))
 
 
-def _dpsgd_accountant(noise_multiplier, sampling_rate, steps, d, neighbouring, eps_tol):
-    acc = PLDAccountant(dim=d, neighbouring=neighbouring, eps_tol=eps_tol)
+def _dpsgd_accountant(noise_multiplier, sampling_rate, steps, d, neighbouring, tol):
+    acc = PLDAccountant(dim=d, neighbouring=neighbouring, tol=tol)
     return acc.compose(SubsampledGaussianEvent(noise_multiplier, sampling_rate, steps))
 
 
@@ -411,7 +413,7 @@ def dpsgd_epsilon(
     d: int = 1,
     *,
     neighbouring: str = "add_remove",
-    eps_tol: float = 1e-2,
+    tol: float = 1e-3,
 ) -> CompositionReport:
     """ε at δ of DP-SGD (``steps`` Poisson-subsampled Gaussian rounds), NPO and GLRT.
 
@@ -425,12 +427,12 @@ def dpsgd_epsilon(
       noise_multiplier: σ/C > 0. sampling_rate: q ∈ (0, 1]. steps: N ≥ 1.
       delta: δ ∈ (0, 1). d: query (model) dimension seen by the GLRT adversary.
       neighbouring: ``"add_remove"`` or ``"replace_one"``.
-      eps_tol: target width ``upper − lower`` of the ε bounds.
+      tol: relative accuracy of the upper bound (see :func:`schedule_epsilon`).
 
     Returns:
-      A :class:`CompositionReport` with :class:`glrt_jax.pld.Bounds` on ε for both.
-      Not jittable (it returns floats); for jit/vmap/grad use :mod:`glrt_jax.pld`
-      with a fixed grid.
+      A :class:`CompositionReport` with :class:`Bounds` on ε for both.
+      Not jittable (it returns floats); for jit/vmap/grad use
+      :func:`schedule_epsilon`, which takes the same arguments as arrays of phases.
 
     Example:
       >>> import jax
@@ -440,7 +442,7 @@ def dpsgd_epsilon(
       >>> round(r.npo.upper, 2)
       1.83
     """
-    acc = _dpsgd_accountant(noise_multiplier, sampling_rate, steps, d, neighbouring, eps_tol)
+    acc = _dpsgd_accountant(noise_multiplier, sampling_rate, steps, d, neighbouring, tol)
     return acc.epsilon(delta)
 
 
@@ -452,7 +454,7 @@ def dpsgd_delta(
     d: int = 1,
     *,
     neighbouring: str = "add_remove",
-    eps_tol: float = 1e-2,
+    tol: float = 1e-3,
 ) -> CompositionReport:
     """δ at ε of DP-SGD, NPO and GLRT side by side (see :func:`dpsgd_epsilon`).
 
@@ -464,5 +466,9 @@ def dpsgd_delta(
       >>> r.glrt.upper <= r.npo.upper
       True
     """
-    acc = _dpsgd_accountant(noise_multiplier, sampling_rate, steps, d, neighbouring, eps_tol)
+    acc = _dpsgd_accountant(noise_multiplier, sampling_rate, steps, d, neighbouring, tol)
     return acc.delta(epsilon)
+
+
+schedule_epsilon = composition.schedule_epsilon
+schedule_delta = composition.schedule_delta

@@ -1,0 +1,158 @@
+"""Composition at scale: accountant.schedule_epsilon against dp_accounting and prv_accountant.
+
+Usage:
+    python benchmarks/composition.py --scale [--repeat 3] [--plot docs/composition_scale.png]
+
+Prints, for the cases P1–P4, K-phase schedules and N = 10¹…10⁷ rounds at fixed (σ, q):
+our certified bounds (lower, upper) and times (first call in this process, compile
+included, and warm), dp_accounting's PLD ε (pessimistic) at its default discretisation
+1e-4 and at 1e-5 (skipped where it would take minutes), prv_accountant's bounds and
+time, and the speed ratios (peer time / our warm time).
+"""
+
+from __future__ import annotations
+
+import time
+
+import jax
+import numpy as np
+
+from glrt_jax import accountant
+
+CASES = [  # (name, σ, q, N, δ)
+    ("P1", 0.7, 5e-4, 2 * 10**5, 1e-6),
+    ("P2", 1.0, 1e-4, 5 * 10**6, 1e-7),
+    ("P3", 0.55, 2e-3, 10**6, 1e-5),
+    ("P4", 2.0, 0.02, 5 * 10**5, 1e-5),
+    ("DP-SGD", 1.0, 0.01, 1000, 1e-5),
+]
+
+
+def _timed(fn):
+    t0 = time.perf_counter()
+    out = jax.block_until_ready(fn())
+    return time.perf_counter() - t0, out
+
+
+def _dp(sig, q, n, delta, interval):
+    import dp_accounting
+    from dp_accounting.pld import pld_privacy_accountant
+
+    def run():
+        acc = pld_privacy_accountant.PLDAccountant(value_discretization_interval=interval)
+        events = [
+            dp_accounting.SelfComposedDpEvent(
+                dp_accounting.PoissonSampledDpEvent(qk, dp_accounting.GaussianDpEvent(sk)), int(nk)
+            )
+            for sk, qk, nk in zip(
+                np.atleast_1d(sig), np.atleast_1d(q), np.atleast_1d(n), strict=True
+            )
+        ]
+        acc.compose(dp_accounting.ComposedDpEvent(events))
+        return acc.get_epsilon(delta)
+
+    return _timed(run)
+
+
+def _prv(sig, q, n, delta):
+    from prv_accountant import PoissonSubsampledGaussianMechanism, PRVAccountant
+
+    def run():
+        prvs = [
+            PoissonSubsampledGaussianMechanism(sampling_probability=qk, noise_multiplier=sk)
+            for sk, qk in zip(np.atleast_1d(sig), np.atleast_1d(q), strict=True)
+        ]
+        ns = [int(x) for x in np.atleast_1d(n)]
+        acc = PRVAccountant(
+            prvs=prvs, max_self_compositions=ns, eps_error=1e-2, delta_error=delta / 1000
+        )
+        lo, _, up = acc.compute_epsilon(delta, ns)
+        return lo, up
+
+    return _timed(run)
+
+
+def _ours(sig, q, n, delta, repeat, adversary="npo"):
+    def run():
+        return accountant.schedule_epsilon(sig, q, n, delta, adversary=adversary)
+
+    first, b = _timed(run)
+    warm = min(_timed(run)[0] for _ in range(repeat))
+    return first, warm, b
+
+
+def _row(name, sig, q, n, delta, repeat, fine=True, peers=True):
+    first, warm, b = _ours(sig, q, n, delta, repeat)
+    gfirst, gwarm, g = _ours(sig, q, n, delta, repeat, adversary="glrt")
+    cells = [
+        name,
+        f"{float(b.lower):.5f}",
+        f"{float(b.upper):.5f}",
+        f"{first:.2f}",
+        f"{warm * 1e3:.0f}",
+        f"{float(g.upper):.5f}",
+        f"{(warm + gwarm) * 1e3:.0f}",
+    ]
+    t_dp = None
+    if peers:
+        t_dp, e_dp = _dp(sig, q, n, delta, 1e-4)
+        cells += [
+            f"{e_dp:.5f}",
+            f"{t_dp:.2f}",
+            f"{t_dp / warm:.1f}×",
+            f"{t_dp / (warm + gwarm):.1f}×",
+        ]
+        if fine:
+            t5, e5 = _dp(sig, q, n, delta, 1e-5)
+            cells += [f"{e5:.5f} ({t5:.1f} s)"]
+        else:
+            cells += ["skipped"]
+        tp, (plo, pup) = _prv(sig, q, n, delta)
+        cells += [f"[{plo:.4f}, {pup:.4f}] ({tp:.2f} s)"]
+    print("| " + " | ".join(cells) + " |", flush=True)
+    return warm, t_dp
+
+
+def run(repeat=3, plot=None):
+    jax.config.update("jax_enable_x64", True)
+    dev = jax.devices()[0]
+    print(f"device: {dev.platform}, jax {jax.__version__}; times in seconds unless ms\n")
+    head = (
+        "| case | ours lower | ours upper (NPO) | first call s | warm ms | GLRT upper | "
+        "NPO+GLRT warm ms | dp_acc ε (1e-4) | dp_acc s | NPO speed-up | NPO+GLRT speed-up | "
+        "dp_acc ε (1e-5) | prv bounds |"
+    )
+    sep = "|" + "---|" * head.count("|")[:-1] if False else "|" + "---|" * (head.count("|") - 1)
+    print(head)
+    print(sep)
+    for name, s, q, n, d in CASES:
+        _row(f"{name} (σ={s}, q={q}, N={n}, δ={d})", s, q, n, d, repeat, fine=n <= 2 * 10**5)
+    rng = np.random.default_rng(0)
+    for k in (10, 100, 1000):
+        s = rng.uniform(0.8, 1.5, k)
+        q = rng.uniform(0.005, 0.02, k)
+        n = np.full(k, 10)
+        _row(f"K = {k} phases × 10 steps", s, q, n, 1e-5, repeat, fine=False, peers=k <= 100)
+    ns = [10**e for e in range(1, 8)]
+    warms, peers = [], []
+    for n in ns:
+        w, t = _row(
+            f"N = {n:.0e} (σ=1, q=1e-3, δ=1e-5)", 1.0, 1e-3, n, 1e-5, repeat, fine=n <= 10**5
+        )
+        warms.append(w)
+        peers.append(t)
+    if plot:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fig, ax = plt.subplots(figsize=(5, 3.5))
+        ax.loglog(ns, warms, "o-", label="glrt-jax (NPO, warm)")
+        ax.loglog(ns, peers, "s--", label="dp_accounting (1e-4)")
+        ax.set_xlabel("rounds N (σ = 1, q = 1e-3)")
+        ax.set_ylabel("seconds per ε(δ = 1e-5)")
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(plot, dpi=120)
+        print(f"\nplot: {plot}")
