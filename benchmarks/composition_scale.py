@@ -122,7 +122,7 @@ def run(repeat=3, plot=None):
         "NPO+GLRT warm ms | dp_acc ε (1e-4) | dp_acc s | NPO speed-up | NPO+GLRT speed-up | "
         "dp_acc ε (1e-5) | prv bounds |"
     )
-    sep = "|" + "---|" * head.count("|")[:-1] if False else "|" + "---|" * (head.count("|") - 1)
+    sep = "|" + "---|" * (head.count("|") - 1)
     print(head)
     print(sep)
     for name, s, q, n, d in CASES:

@@ -59,6 +59,7 @@ from jax.scipy.special import logsumexp
 from glrt_jax._src.pld import (
     _ETA_FRACTIONS,
     Bounds,
+    _check_x64,
     _delta_window,
     _directions,
     _epsilon_window,
@@ -485,14 +486,6 @@ def _is_traced(*values) -> bool:
     return any(isinstance(v, jax.core.Tracer) for v in values)
 
 
-def _check_x64():
-    if jnp.asarray(1.0).dtype != jnp.float64:
-        raise ValueError(
-            "privacy accounting needs 64-bit floats: enable them with "
-            'jax.config.update("jax_enable_x64", True) or run inside jax.enable_x64().'
-        )
-
-
 def _validate_phases(noise_multiplier, sampling_rate, steps):
     """Eager checks (concrete values only); returns the common length K."""
     arrays = {}
@@ -551,7 +544,7 @@ def _query(
 ):
     _check_x64()
     _validate_options(adversary, d, neighbouring, tol)
-    k = _validate_phases(noise_multiplier, sampling_rate, steps)
+    _validate_phases(noise_multiplier, sampling_rate, steps)
     if not isinstance(target, jax.core.Tracer):
         tv = np.asarray(target, dtype=np.float64)
         if tv.ndim != 0:
@@ -589,7 +582,6 @@ def _query(
             size = next((m for m in SIZES if m >= need), SIZES[-1])
     elif size not in SIZES:
         raise ValueError(f"size must be one of {SIZES}; got {size!r}")
-    del k
     bounds, _ = compose_query(mu, q, n, target, tol_a, M=size, **static)
     return bounds
 
