@@ -2,7 +2,7 @@
 
 Usage:
     python benchmarks/composition.py [--repeat 5] [--no-fine-reference]
-    python benchmarks/composition.py --scale [--plot docs/composition_scale.png]
+    python benchmarks/composition.py --scale [--plot PNG] [--k1000-peer]
 
 Cases (δ = 1e-5, add/remove, Poisson subsampling):
 
@@ -112,13 +112,20 @@ def main(argv=None):
     ap.add_argument("--scale", action="store_true", help="composition at scale (P1–P4, K, N)")
     ap.add_argument("--plot", default=None, help="with --scale: write time-vs-N plot here")
     ap.add_argument(
+        "--k1000-peer",
+        action="store_true",
+        help="with --scale: also run dp_accounting at K = 1000 phases (about 4 minutes)",
+    )
+    ap.add_argument(
         "--no-fine-reference", action="store_true", help="skip dp_accounting at 1e-5 (about 10 s)"
     )
     args = ap.parse_args(argv)
     if args.scale:
         import composition_scale
 
-        composition_scale.run(repeat=min(args.repeat, 3), plot=args.plot)
+        composition_scale.run(
+            repeat=min(args.repeat, 3), plot=args.plot, k1000_peer=args.k1000_peer
+        )
         return
     dev = jax.devices()[0]
     cpu = platform.processor() or platform.machine()

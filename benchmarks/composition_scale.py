@@ -1,7 +1,7 @@
 """Composition at scale: accountant.schedule_epsilon against dp_accounting and prv_accountant.
 
 Usage:
-    python benchmarks/composition.py --scale [--repeat 3] [--plot docs/composition_scale.png]
+    python benchmarks/composition.py --scale [--repeat 3] [--plot PNG] [--k1000-peer]
 
 Prints, for the cases P1–P4, K-phase schedules and N = 10¹…10⁷ rounds at fixed (σ, q):
 our certified bounds (lower, upper) and times (first call in this process, compile
@@ -113,7 +113,7 @@ def _row(name, sig, q, n, delta, repeat, fine=True, peers=True):
     return warm, t_dp
 
 
-def run(repeat=3, plot=None):
+def run(repeat=3, plot=None, k1000_peer=False):
     jax.config.update("jax_enable_x64", True)
     dev = jax.devices()[0]
     print(f"device: {dev.platform}, jax {jax.__version__}; times in seconds unless ms\n")
@@ -132,7 +132,16 @@ def run(repeat=3, plot=None):
         s = rng.uniform(0.8, 1.5, k)
         q = rng.uniform(0.005, 0.02, k)
         n = np.full(k, 10)
-        _row(f"K = {k} phases × 10 steps", s, q, n, 1e-5, repeat, fine=False, peers=k <= 100)
+        _row(
+            f"K = {k} phases × 10 steps",
+            s,
+            q,
+            n,
+            1e-5,
+            repeat,
+            fine=False,
+            peers=k <= 100 or k1000_peer,
+        )
     ns = [10**e for e in range(1, 8)]
     warms, peers = [], []
     for n in ns:

@@ -28,10 +28,12 @@ from glrt_jax._src.accountant import (
     schedule_delta,
     schedule_epsilon,
 )
-from glrt_jax._src.composition import SIZES, Bounds
+from glrt_jax._src.composition import JIT_SIZES, NODES, POINTS, Bounds
 
 __all__ = [
-    "SIZES",
+    "JIT_SIZES",
+    "NODES",
+    "POINTS",
     "Bounds",
     "THREAT_MODEL_PER_ROUND",
     "THREAT_MODEL_SHARED",
