@@ -1,13 +1,15 @@
 """Noise calibration: glrt_jax.calibrate against dp_accounting, same process, warm.
 
-Case of the issue: σ with ε(σ) = 1 at δ = 1e-5, Poisson rate q = 0.01, N = 1000 rounds,
+Cases: DP-SGD (σ with ε(σ) = 1 at δ = 1e-5, Poisson rate q = 0.01, N = 1000 rounds) and,
+with ``--scale``, long runs like P1–P4 of the composition benchmark (N up to 5·10⁶);
 add/remove, NPO (classical DP). dp_accounting's ``calibrate_dp_mechanism`` with its PLD
 accountant is the peer. We report cold (first call: compilation included) and warm
-(minimum of repeats) times, the σ found and the certified ε at it, the GLRT calibration
-next to it, and the time of one jitted call calibrating a batch of targets (closed form:
-1000 targets; numeric accountant: ``--batch`` targets through ``lax.map``).
+(minimum of repeats) times, the σ found and our certified ε at it (the engine's upper
+bound; ≤ target is the safe side), the GLRT calibration next to it, and the time of one
+jitted call calibrating a batch of targets (closed form: 1000 targets; the composition
+engine: ``--batch`` targets through ``lax.map``).
 
-    python benchmarks/calibrate.py [--repeats 3] [--batch 64]
+    python benchmarks/calibrate.py [--repeats 3] [--batch 64] [--scale]
 """
 
 from __future__ import annotations
@@ -23,9 +25,16 @@ jax.config.update("jax_enable_x64", True)
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-from glrt_jax import calibrate, pld  # noqa: E402
+from glrt_jax import accountant, calibrate  # noqa: E402
 
 EPS, DELTA, Q, N = 1.0, 1e-5, 0.01, 1000
+# (target ε, δ, q, N): the regimes of P1–P4 in benchmarks/composition.py.
+SCALE = [
+    (3.0, 1e-6, 5e-4, 200_000),
+    (1.5, 1e-7, 1e-4, 5_000_000),
+    (80.0, 1e-5, 2e-3, 1_000_000),
+    (60.0, 1e-5, 0.02, 500_000),
+]
 
 
 def timed(fn, repeats):
@@ -40,52 +49,60 @@ def timed(fn, repeats):
     return out, cold, min(warm)
 
 
+def peer_sigma(eps, delta, q, n):
+    from dp_accounting import dp_event, mechanism_calibration
+    from dp_accounting import pld as dpld
+
+    def make_event(s):
+        return dp_event.SelfComposedDpEvent(
+            dp_event.PoissonSampledDpEvent(q, dp_event.GaussianDpEvent(s)), n
+        )
+
+    return mechanism_calibration.calibrate_dp_mechanism(dpld.PLDAccountant, make_event, eps, delta)
+
+
+def compare(eps, delta, q, n, repeats, adversaries=("npo", "glrt")):
+    """Rows (method, σ, our certified ε at σ, cold, warm) and the peer's warm time."""
+    s_peer, c_peer, w_peer = timed(lambda: peer_sigma(eps, delta, q, n), repeats)
+    e_peer = float(accountant.schedule_epsilon(float(s_peer), q, n, delta).upper)
+    rows = [
+        ("dp_accounting calibrate_dp_mechanism (PLD), NPO", float(s_peer), e_peer, c_peer, w_peer)
+    ]
+    for adv in adversaries:
+        s, cold, warm = timed(
+            lambda adv=adv: calibrate.noise_multiplier(eps, delta, n, q, adversary=adv), repeats
+        )
+        e = float(accountant.schedule_epsilon(float(s), q, n, delta, adversary=adv).upper)
+        rows.append(
+            (f"glrt_jax.calibrate.noise_multiplier, {adv.upper()}", float(s), e, cold, warm)
+        )
+    return rows, w_peer
+
+
+def print_rows(rows, w_peer):
+    print("| method | σ | our certified ε at σ | cold (s) | warm (s) | warm speed-up vs peer |")
+    print("|---|---|---|---|---|---|")
+    for name, s, e, cold, warm in rows:
+        print(f"| {name} | {s:.6f} | {e:.8f} | {cold:.2f} | {warm:.3f} | {w_peer / warm:.1f}× |")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--scale", action="store_true", help="also the long runs (P1–P4)")
     args = ap.parse_args()
-
-    from dp_accounting import dp_event, mechanism_calibration
-    from dp_accounting import pld as dpld
-
-    def peer():
-        def make_event(s):
-            return dp_event.SelfComposedDpEvent(
-                dp_event.PoissonSampledDpEvent(Q, dp_event.GaussianDpEvent(s)), N
-            )
-
-        return mechanism_calibration.calibrate_dp_mechanism(
-            dpld.PLDAccountant, make_event, EPS, DELTA
-        )
-
-    rows = []
-    s_peer, c_peer, w_peer = timed(peer, args.repeats)
-    rows.append(
-        ("dp_accounting calibrate_dp_mechanism (PLD), NPO", float(s_peer), None, c_peer, w_peer)
-    )
-
-    def ours(adv):
-        return lambda: calibrate.noise_multiplier(EPS, DELTA, N, Q, adversary=adv)
-
-    for adv in ("npo", "glrt"):
-        s, cold, warm = timed(ours(adv), args.repeats)
-        block = pld.GaussianBlock(sigma=float(s), sampling_rate=Q, steps=N, adversary=adv)
-        e = float(pld.epsilon_for_delta(block, DELTA).upper)
-        rows.append(
-            (f"glrt_jax.calibrate.noise_multiplier, {adv.upper()}", float(s), e, cold, warm)
-        )
 
     print(
         f"jax {jax.__version__}, backend {jax.default_backend()}, "
         f"{platform.processor() or platform.machine()}, float64\n"
     )
     print(f"Calibrating σ for ε = {EPS} at δ = {DELTA}, q = {Q}, N = {N} (add/remove):\n")
-    print("| method | σ | certified ε at σ | cold (s) | warm (s) | warm speed-up vs peer |")
-    print("|---|---|---|---|---|---|")
-    for name, s, e, cold, warm in rows:
-        es = "—" if e is None else f"{e:.10f}"
-        print(f"| {name} | {s:.6f} | {es} | {cold:.2f} | {warm:.3f} | {w_peer / warm:.1f}× |")
+    print_rows(*compare(EPS, DELTA, Q, N, args.repeats))
+    if args.scale:
+        for eps, delta, q, n in SCALE:
+            print(f"\nε = {eps} at δ = {delta}, q = {q}, N = {n}:\n")
+            print_rows(*compare(eps, delta, q, n, 1, adversaries=("npo",)))
 
     # Batches in one jitted call.
     targets = jnp.linspace(0.5, 4.0, 1000)
@@ -93,12 +110,10 @@ def main():
     sig, c1, w1 = timed(lambda: closed(targets), args.repeats)
     assert np.all(np.isfinite(np.asarray(sig)))
 
-    lo, hi = 1.0, 3.0
-    grid = pld.make_grid(pld.GaussianBlock(sigma=np.array([lo, hi]), sampling_rate=Q, steps=N))
     bt = jnp.linspace(0.7, 1.5, args.batch)
     numeric = jax.jit(
         lambda ts: jax.lax.map(
-            lambda e: calibrate.noise_multiplier(e, DELTA, N, Q, grid=grid, sigma_bounds=(lo, hi)),
+            lambda e: calibrate.noise_multiplier(e, DELTA, N, Q, sigma_bounds=(1.0, 3.0)),
             ts,
             batch_size=8,
         )
@@ -113,7 +128,7 @@ def main():
         f"{w1:.3f} | {1e3 * w1 / 1000:.3f} |"
     )
     print(
-        f"| {args.batch} targets ε ∈ [0.7, 1.5], q = {Q}, N = {N} | NPO numeric (PLD) | "
+        f"| {args.batch} targets ε ∈ [0.7, 1.5], q = {Q}, N = {N} | NPO composition engine | "
         f"{c2:.2f} | {w2:.3f} | {1e3 * w2 / args.batch:.1f} |"
     )
 

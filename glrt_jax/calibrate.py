@@ -1,4 +1,4 @@
-"""Noise calibration σ ↔ ε for NPO and GLRT: optax-driven, jittable, differentiable."""
+"""Noise calibration σ ↔ ε for NPO and GLRT: bracketed Newton, jittable, differentiable."""
 
 from glrt_jax._src.calibrate import (
     Calibration,

@@ -185,6 +185,11 @@ def test_jit_vmap_and_gradients():
     vm = jax.vmap(lambda d: accountant.schedule_epsilon(1.0, 0.01, 1000, d, **SZ).upper)
     out = vm(jnp.array([1e-6, 1e-5]))
     assert out[0] > out[1]
+    # dε/dδ: the implicit derivative includes the level δ itself.
+    fl = jax.jit(lambda ld: accountant.schedule_epsilon(1.0, 0.01, 1000, jnp.exp(ld), **SZ).upper)
+    ld, hl = math.log(1e-5), 0.05
+    fd_d = (fl(ld + hl) - fl(ld - hl)) / (2 * hl)
+    np.testing.assert_allclose(jax.grad(fl)(ld), fd_d, rtol=1e-2)
 
 
 @pytest.mark.parametrize(

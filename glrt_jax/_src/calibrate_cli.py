@@ -42,10 +42,10 @@ def add_subparser(subparsers) -> argparse.ArgumentParser:
     )
     p.add_argument("--neighbouring", choices=("add_remove", "replace_one"), default="add_remove")
     p.add_argument(
-        "--eps-tol",
+        "--tol",
         type=float,
-        default=1e-2,
-        help="accuracy of the numeric accountant (default 0.01)",
+        default=1e-3,
+        help="relative accuracy of the certified epsilon (default 1e-3)",
     )
     p.set_defaults(func=run)
     return p
@@ -71,7 +71,7 @@ def run(args) -> int:
             args.dim,
             composition=args.composition,
             neighbouring=args.neighbouring,
-            eps_tol=args.eps_tol,
+            tol=args.tol,
         )
     except ValueError as exc:
         print(f"glrt-jax calibrate: {exc}", file=sys.stderr)

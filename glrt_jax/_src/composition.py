@@ -587,7 +587,8 @@ def compose_query(
         e0 = jnp.where(finite, eu, 1.0)
         slope = lax.stop_gradient(jax.grad(upper_delta)(e0))
         ok = finite & (slope < 0)
-        val = upper_delta(e0, live=True)
+        # U(ε, θ) = δ: dε = −(∂U/∂θ dθ − dδ)/(∂U/∂ε), δ included (calibration needs it).
+        val = upper_delta(e0, live=True) - (target - lax.stop_gradient(target))
         corr = (val - lax.stop_gradient(val)) / jnp.where(ok, slope, 1.0)
         up = jnp.where(ok, eu - corr, eu)
         e1 = jnp.where(jnp.isfinite(ee) & (ee > 0), ee, 1.0)
