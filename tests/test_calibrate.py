@@ -206,6 +206,21 @@ def test_max_sampling_rate():
     assert float(accountant.schedule_epsilon(1.0, q * 1.01, 100, DELTA).upper) > 1.0
     # q = 1 already meets a loose target: 1 exactly.
     assert float(calibrate.max_sampling_rate(50.0, DELTA, noise_multiplier=1.0, steps=10)) == 1.0
+    # Under jit: the same; a safe rate for a small target; NaN (never an unsafe rate) when no
+    # rate in rate_bounds meets it.
+    f = jax.jit(lambda e: calibrate.max_sampling_rate(e, DELTA, noise_multiplier=1.0, steps=10))
+    assert float(f(50.0)) == 1.0
+    small = float(f(1e-3))
+    b, j = composition.JIT_SIZES
+    assert (
+        float(accountant.schedule_epsilon(1.0, small, 10, DELTA, points=b, nodes=j).upper) <= 1e-3
+    )
+    g = jax.jit(
+        lambda e: calibrate.max_sampling_rate(
+            e, DELTA, noise_multiplier=1.0, steps=10, rate_bounds=(0.1, 0.5)
+        )
+    )
+    assert np.isnan(float(g(1e-3)))
 
 
 def test_max_steps_numeric():

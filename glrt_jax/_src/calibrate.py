@@ -331,7 +331,10 @@ def _run(problem, theta, bounds, guess, tol, auto_sizes):
         lo, hi = bounds if bounds is not None else (guess - _HALF_WIDTH, guess + _HALF_WIDTH)
         if problem.quantity == "q_for_epsilon":
             lo = jnp.maximum(lo, 0.0)
-        return _solve(problem, theta, _f64(lo), _f64(hi), jnp.clip(guess, lo, hi)).x
+        root = _solve(problem, theta, _f64(lo), _f64(hi), jnp.clip(guess, lo, hi))
+        if problem.quantity == "q_for_epsilon":  # q = 1 already meets the target
+            return jnp.where((root.status == solvers.ROOT_BELOW) & (lo <= 0.0), 0.0, root.x)
+        return root.x
     for v in concrete:
         if np.ndim(v) != 0:
             raise ValueError("eager calibration takes scalars; for arrays use jax.vmap")
