@@ -689,7 +689,7 @@ def max_steps(
       >>> jax.config.update("jax_enable_x64", True)
       >>> from glrt_jax import calibrate
       >>> calibrate.max_steps(1.0, 1e-5, noise_multiplier=20.0)
-      72
+      28
     """
     _check_x64()
     check_range("target_epsilon", target_epsilon, lo=0.0, lo_open=True)
