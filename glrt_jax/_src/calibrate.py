@@ -65,6 +65,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from glrt_jax._src import composition, profile, solvers
+from glrt_jax._src.composition import validate_sizes
 from glrt_jax._src.validation import check_range
 
 __all__ = [
@@ -147,6 +148,11 @@ def _residual(problem: _Problem, u, theta):
     return val - aim
 
 
+def _theta(target, other, knob, steps, d, tol, rtol):
+    """The data of :func:`_residual`, as float64 scalars (``steps``, ``d``: integers)."""
+    return tuple(_f64(v) for v in (target, other, knob, int(steps), int(d), tol, rtol))
+
+
 def _ftol(problem, theta):
     """Stopping tolerance in units of g: rtol·ε*/4 (ε targets), rtol/4 (log δ targets)."""
     target, rtol = theta[0], theta[-1]
@@ -200,15 +206,6 @@ def _check_common(steps, d, adversary, composition_, neighbouring, rtol, max_ite
         raise ValueError(f"rtol must be a number in [1e-14, 0.1], got {rtol!r}")
     if not (isinstance(max_iter, int) and 1 <= max_iter <= 10_000):
         raise ValueError(f"max_iter must be an integer in [1, 10000], got {max_iter!r}")
-
-
-def _check_sizes(tol, points, nodes):
-    if not _is_traced(tol) and not (1e-7 <= float(tol) <= 0.5):
-        raise ValueError(f"tol must lie in [1e-7, 0.5]; got {tol!r}")
-    if points is not None and points not in composition.POINTS:
-        raise ValueError(f"points must be one of {composition.POINTS}; got {points!r}")
-    if nodes is not None and nodes not in composition.NODES:
-        raise ValueError(f"nodes must be one of {composition.NODES}; got {nodes!r}")
 
 
 def _is_closed(sampling_rate, adversary, composition_, neighbouring):
@@ -267,14 +264,14 @@ _WHAT = {
 
 def _sizes_at(problem, theta, u, tol):
     """Engine sizes that ``tol`` asks for at ``u`` (eager)."""
-    target, other, knob, steps = (float(v) for v in theta[:4])
+    _, other, knob, steps = (float(v) for v in theta[:4])
     sigma, q = (knob, math.exp(-u)) if problem.quantity == "q_for_epsilon" else (math.exp(u), knob)
-    query, value = ("delta", other) if problem.quantity == "sigma_for_delta" else ("epsilon", other)
+    query = "delta" if problem.quantity == "sigma_for_delta" else "epsilon"
     return composition.choose_sizes(
         _f64([1.0 / sigma]),
         _f64([q]),
         jnp.asarray([int(steps)], jnp.int64),
-        _f64(value),
+        _f64(other),
         _f64(tol),
         adversary=problem.adversary,
         d=problem.d,
@@ -293,10 +290,10 @@ def _eager(problem, theta, bounds, guess, tol, auto_sizes):
     lower, upper = bounds if fixed else (guess - _HALF_WIDTH, guess + _HALF_WIDTH)
     floor = 0.0 if problem.quantity == "q_for_epsilon" else -math.inf  # q ≤ 1
     lower = max(lower, floor)
-    if auto_sizes:
-        b, j = _sizes_at(problem, theta, min(max(guess, lower), upper), tol)
-        problem = problem._replace(points=b, nodes=j)
     u0 = min(max(guess, lower), upper)
+    if auto_sizes:
+        b, j = _sizes_at(problem, theta, u0, tol)
+        problem = problem._replace(points=b, nodes=j)
     for _ in range(_MAX_MOVES):
         root = _solve(problem, theta, _f64(lower), _f64(upper), _f64(u0))
         status = int(root.status)
@@ -376,7 +373,7 @@ def _sigma(
     _check_x64()
     check_range("sampling_rate", sampling_rate, lo=0.0, hi=1.0, lo_open=True)
     _check_common(steps, d, adversary, composition_, neighbouring, rtol or 1e-9, max_iter)
-    _check_sizes(tol, points, nodes)
+    validate_sizes(tol, points, nodes)
     closed = _is_closed(sampling_rate, adversary, composition_, neighbouring)
     if rtol is None:
         rtol = 1e-9 if closed else 1e-6
@@ -392,15 +389,7 @@ def _sigma(
         0 if closed else (nodes or jit_j),
         int(max_iter),
     )
-    theta = (
-        _f64(target),
-        _f64(other),
-        _f64(sampling_rate),
-        _f64(int(steps)),
-        _f64(int(d)),
-        _f64(tol),
-        _f64(rtol),
-    )
+    theta = _theta(target, other, sampling_rate, steps, d, tol, rtol)
     if sigma_bounds is not None:
         lo, hi = sigma_bounds
         check_range("sigma_bounds[0]", lo, lo=0.0, lo_open=True)
@@ -604,7 +593,7 @@ def max_sampling_rate(
     check_range("delta", delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
     check_range("noise_multiplier", noise_multiplier, lo=0.0, lo_open=True)
     _check_common(steps, d, adversary, "rounds", neighbouring, rtol, max_iter)
-    _check_sizes(tol, points, nodes)
+    validate_sizes(tol, points, nodes)
     jit_b, jit_j = composition.JIT_SIZES
     problem = _Problem(
         "q_for_epsilon",
@@ -616,15 +605,7 @@ def max_sampling_rate(
         nodes or jit_j,
         int(max_iter),
     )
-    theta = (
-        _f64(target_epsilon),
-        _f64(delta),
-        _f64(noise_multiplier),
-        _f64(int(steps)),
-        _f64(int(d)),
-        _f64(tol),
-        _f64(rtol),
-    )
+    theta = _theta(target_epsilon, delta, noise_multiplier, steps, d, tol, rtol)
     bounds = None
     if rate_bounds is not None:
         q_lo, q_hi = rate_bounds
@@ -698,7 +679,7 @@ def max_steps(
     check_range("sampling_rate", sampling_rate, lo=0.0, hi=1.0, lo_open=True)
     check_range("max_rounds", max_rounds, lo=1.0, integer=True)
     _check_common(1, d, adversary, composition, neighbouring, 1e-9, 1)
-    _check_sizes(tol, None, None)
+    validate_sizes(tol, None, None)
     _is_closed(sampling_rate, adversary, composition, neighbouring)
     args = (float(target_epsilon), float(delta), float(noise_multiplier), float(sampling_rate))
 

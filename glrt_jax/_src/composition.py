@@ -749,15 +749,23 @@ def _validate_phases(noise_multiplier, sampling_rate, steps):
     return max(sizes.values()) if sizes else None
 
 
-def _validate_options(adversary, d, neighbouring, tol):
+def _validate_options(adversary, d, neighbouring):
     if adversary not in _ADVERSARIES:
         raise ValueError(f"adversary must be one of {_ADVERSARIES}; got {adversary!r}")
     if neighbouring not in _NEIGHBOURINGS:
         raise ValueError(f"neighbouring must be one of {_NEIGHBOURINGS}; got {neighbouring!r}")
     if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 1:
         raise ValueError(f"d must be an integer >= 1; got {d!r}")
+
+
+def validate_sizes(tol, points, nodes):
+    """Eager checks of the accuracy and size arguments (``points``/``nodes``: None = auto)."""
     if not isinstance(tol, jax.core.Tracer) and not (1e-7 <= float(tol) <= 0.5):
         raise ValueError(f"tol must lie in [1e-7, 0.5]; got {tol!r}")
+    if points is not None and points not in POINTS:
+        raise ValueError(f"points must be one of {POINTS}; got {points!r}")
+    if nodes is not None and nodes not in NODES:
+        raise ValueError(f"nodes must be one of {NODES}; got {nodes!r}")
 
 
 def _bucket(k: int) -> int:
@@ -816,7 +824,8 @@ def _query(
     nodes,
 ):
     _check_x64()
-    _validate_options(adversary, d, neighbouring, tol)
+    _validate_options(adversary, d, neighbouring)
+    validate_sizes(tol, points, nodes)
     _validate_phases(noise_multiplier, sampling_rate, steps)
     if not isinstance(target, jax.core.Tracer):
         tv = np.asarray(target, dtype=np.float64)
@@ -847,10 +856,6 @@ def _query(
     target = jnp.asarray(target, jnp.float64)
     tol_a = jnp.asarray(tol, jnp.float64)
     static = dict(adversary=adversary, d=int(d), neighbouring=neighbouring, query=query)
-    if points is not None and points not in POINTS:
-        raise ValueError(f"points must be one of {POINTS}; got {points!r}")
-    if nodes is not None and nodes not in NODES:
-        raise ValueError(f"nodes must be one of {NODES}; got {nodes!r}")
     auto = points is None and nodes is None
     if points is None or nodes is None:
         if _is_traced(sig, q, n, target, tol_a):

@@ -64,7 +64,7 @@ class _State(NamedTuple):
     hi: Any
     lo_seen: Any
     hi_seen: Any
-    g_prev: Any
+    r_prev: Any
     status: Any
     done: Any
 
@@ -98,7 +98,7 @@ def _iterate(fun, theta, lower, upper, x0, ftol, xtol, max_iter, max_step):
         xn = st.x + step
         both = lo_seen & hi_seen
         newton_ok = jnp.isfinite(xn) & (dg < 0) & (xn > lo) & (xn < hi)
-        newton_ok = newton_ok & ~(both & (jnp.abs(r) > 0.5 * jnp.abs(st.g_prev)))
+        newton_ok = newton_ok & ~(both & (jnp.abs(r) > 0.5 * jnp.abs(st.r_prev)))
         one_side = jnp.where(
             hi_seen, jnp.maximum(hi - max_step, lower), jnp.minimum(lo + max_step, upper)
         )
