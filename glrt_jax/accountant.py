@@ -1,30 +1,23 @@
-"""Accounting for releases of the Gaussian mechanism: NPO and GLRT side by side.
+"""Accounting for phases of the Gaussian mechanism: NPO and GLRT side by side.
 
-Two threat models, each function says which it assumes:
-
-* shared direction (paper, Theorem 2; :func:`epsilon`, :func:`delta`, :func:`compose`):
-  every release moves along the same unknown direction and the GLRT adversary pools them,
-  λ = Σ Δ_i²/σ_i² — closed form;
-* per round (:func:`dpsgd_epsilon`, :func:`dpsgd_delta`, :class:`PLDAccountant`): rounds
-  are independent (e.g. Poisson-subsampled DP-SGD steps) and the GLRT adversary
-  re-estimates the direction every round — numeric composition with certified bounds;
-  schedules of K phases (arrays of σ, q, steps) in one compiled program
-  (:func:`schedule_epsilon`, :func:`schedule_delta`: jit, vmap, grad).
+:class:`Accountant` composes :class:`Phase` objects (σ/Δ, sampling rate, steps) under one
+of two threat models (``threat_model="per_round"``: independent, possibly subsampled
+rounds, numeric composition with certified bounds; ``"shared"``: Theorem 2's shared
+direction, closed form) and answers with a :class:`PrivacyReport` for both adversaries.
+:func:`epsilon` and :func:`delta` are one-call shortcuts; :func:`schedule_epsilon` and
+:func:`schedule_delta` are the jittable, differentiable per-round engine for one
+adversary, taking arrays of phases.
 """
 
 from glrt_jax._src.accountant import (
-    THREAT_MODEL_PER_ROUND,
-    THREAT_MODEL_SHARED,
-    CompositionReport,
-    GaussianMechanism,
-    PLDAccountant,
+    NEIGHBOURINGS,
+    THREAT_MODELS,
+    Accountant,
+    Phase,
     PrivacyReport,
-    SubsampledGaussianEvent,
-    compose,
     delta,
-    dpsgd_delta,
-    dpsgd_epsilon,
     epsilon,
+    mu,
     schedule_delta,
     schedule_epsilon,
 )
@@ -32,21 +25,17 @@ from glrt_jax._src.composition import JIT_SIZES, NODES, POINTS, Bounds
 
 __all__ = [
     "JIT_SIZES",
+    "NEIGHBOURINGS",
     "NODES",
     "POINTS",
+    "THREAT_MODELS",
+    "Accountant",
     "Bounds",
-    "THREAT_MODEL_PER_ROUND",
-    "THREAT_MODEL_SHARED",
-    "CompositionReport",
-    "GaussianMechanism",
-    "PLDAccountant",
+    "Phase",
     "PrivacyReport",
-    "SubsampledGaussianEvent",
-    "compose",
     "delta",
-    "dpsgd_delta",
-    "dpsgd_epsilon",
     "epsilon",
+    "mu",
     "schedule_delta",
     "schedule_epsilon",
 ]

@@ -40,57 +40,36 @@ def _cmd_report(args) -> int:
     _enable_x64()
     from glrt_jax import accountant
 
-    if args.sampling_rate is not None:
-        return _report_per_round(args, accountant)
-    common = dict(sensitivity=args.sensitivity, sigma=args.sigma, steps=args.steps, dim=args.dim)
     try:
+        kw = dict(
+            d=args.d, threat_model=args.threat_model, neighbouring=args.neighbouring, tol=args.tol
+        )
+        phase = (args.noise_multiplier, args.sampling_rate, args.steps)
         if args.epsilon is not None:
-            rep = accountant.delta(args.epsilon, **common)
+            rep = accountant.delta(args.epsilon, *phase, **kw)
         else:
-            rep = accountant.epsilon(args.delta, **common)
+            rep = accountant.epsilon(args.delta, *phase, **kw)
     except ValueError as exc:
         print(f"glrt-jax report: {exc}", file=sys.stderr)
         return 2
     print(
-        f"Gaussian mechanism: sensitivity={args.sensitivity:g}, sigma={args.sigma:g}, "
-        f"steps={args.steps}, dim={args.dim}  (mu = {rep.mu:.6g})"
+        f"Gaussian mechanism: noise_multiplier={args.noise_multiplier:g}, "
+        f"sampling_rate={args.sampling_rate:g}, steps={args.steps}, d={args.d}"
+        + ("" if rep.mu is None else f"  (mu = {rep.mu:.6g})")
     )
-    print(f"threat model: {rep.threat_model}\n")
+    print(rep.describe() + "\n")
     print(rep.table())
     if args.plot:
-        from glrt_jax import plotting
+        if rep.mu is None:
+            print(
+                "\n--plot draws the closed-form curves of --threat-model shared; ignored here",
+                file=sys.stderr,
+            )
+        else:
+            from glrt_jax import plotting
 
-        plotting.roc_figure(rep.mu, args.dim, path=args.plot)
-        print(f"\nROC curves written to {args.plot}")
-    return 0
-
-
-def _report_per_round(args, accountant) -> int:
-    """``report --sampling-rate q``: DP-SGD-style rounds, numeric per-round composition."""
-    try:
-        if args.sensitivity <= 0 or not args.sensitivity < float("inf"):
-            raise ValueError(f"sensitivity must be in (0, inf) here; got {args.sensitivity!r}")
-        acc = accountant.PLDAccountant(dim=args.dim, neighbouring=args.neighbouring)
-        event = accountant.SubsampledGaussianEvent(
-            args.sigma / args.sensitivity, args.sampling_rate, args.steps
-        )
-        acc.compose(event)
-        rep = acc.delta(args.epsilon) if args.epsilon is not None else acc.epsilon(args.delta)
-    except ValueError as exc:
-        print(f"glrt-jax report: {exc}", file=sys.stderr)
-        return 2
-    print(
-        f"Subsampled Gaussian mechanism: sensitivity={args.sensitivity:g}, sigma={args.sigma:g}, "
-        f"sampling_rate={args.sampling_rate:g}, steps={args.steps}, dim={args.dim}, "
-        f"neighbouring={args.neighbouring}"
-    )
-    print(f"threat model: {rep.threat_model}\n")
-    print(rep.table())
-    if args.plot:
-        print(
-            "\n--plot draws the closed-form curves; it is ignored with --sampling-rate",
-            file=sys.stderr,
-        )
+            plotting.roc_figure(rep.mu, args.d, path=args.plot)
+            print(f"\nROC curves written to {args.plot}")
     return 0
 
 
@@ -113,32 +92,48 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_ncx2)
 
     r = sub.add_parser("report", help="epsilon (or delta) for NPO and GLRT side by side")
-    r.add_argument("--sensitivity", type=float, required=True, help="l2 sensitivity Delta >= 0")
-    r.add_argument("--sigma", type=float, required=True, help="noise standard deviation > 0")
-    r.add_argument("--steps", type=int, default=1, help="number of releases N (shared direction)")
-    r.add_argument("--dim", type=int, default=1, help="query dimension d")
+    r.add_argument(
+        "--noise-multiplier",
+        type=float,
+        required=True,
+        help="noise standard deviation over the l2 sensitivity (sigma/Delta) > 0",
+    )
+    r.add_argument(
+        "--sampling-rate", type=float, default=1.0, help="Poisson sampling rate q in (0, 1]"
+    )
+    r.add_argument("--steps", type=int, default=1, help="number of releases N (default 1)")
+    r.add_argument("--d", type=int, default=1, help="query dimension d (GLRT; default 1)")
     g = r.add_mutually_exclusive_group(required=True)
     g.add_argument("--delta", type=float, help="report epsilon at this delta")
     g.add_argument("--epsilon", type=float, help="report delta at this epsilon")
     r.add_argument(
-        "--sampling-rate",
-        type=float,
-        help="Poisson sampling rate q in (0, 1]: compose the steps per round numerically "
-        "(DP-SGD threat model) instead of Theorem 2's shared direction",
+        "--threat-model",
+        choices=("per_round", "shared"),
+        default="per_round",
+        help="per_round: independent rounds, numeric composition (DP-SGD; default); "
+        "shared: one shared direction (Theorem 2, closed form, no subsampling)",
     )
     r.add_argument(
         "--neighbouring",
         choices=("add_remove", "replace_one"),
         default="add_remove",
-        help="neighbouring relation for --sampling-rate (default add_remove)",
+        help="neighbouring relation (default add_remove)",
     )
-    r.add_argument("--plot", metavar="FILE.png", help="write the ROC curves (NPO, R, R', R_s)")
+    r.add_argument(
+        "--tol",
+        type=float,
+        default=1e-3,
+        help="relative accuracy of the certified bounds (per_round; default 1e-3)",
+    )
+    r.add_argument(
+        "--plot", metavar="FILE.png", help="write the ROC curves (NPO, R, R', R_s); shared only"
+    )
     r.set_defaults(func=_cmd_report)
 
     from glrt_jax._src import calibrate_cli as _calibrate_cli
     from glrt_jax._src import reproduce as _reproduce
 
-    _calibrate_cli.add_subparser(sub)
+    _calibrate_cli.add_subparser(sub, setup=_enable_x64)
 
     _reproduce.add_subparser(sub, setup=_enable_x64)
     return parser

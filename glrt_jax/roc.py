@@ -1,26 +1,12 @@
-"""ROC and trade-off curves of the Gaussian mechanism: NPO, GLRT ``R`` and ``R'``, symmetrised.
+"""ROC and trade-off curves of the Gaussian mechanism against the NPO and GLRT adversaries.
 
+``curve(alpha, mu, d, adversary=..., variant=...)`` is the true-positive rate at
+false-positive rate α; ``tradeoff`` is ``1 − curve`` evaluated directly (f-DP's β).
+The GLRT variants are Theorem 1's ``R`` (``"direct"``), the hypotheses swapped
+(``"swapped"``, ``R'``) and the symmetrised curve (``"symmetrised"``, ``R_s``).
 See :mod:`glrt_jax._src.roc` for the mathematics and the numerical method.
 """
 
-from glrt_jax._src.roc import (
-    glrt,
-    glrt_swapped,
-    glrt_swapped_tradeoff,
-    glrt_symmetrised,
-    glrt_symmetrised_tradeoff,
-    glrt_tradeoff,
-    npo,
-    npo_tradeoff,
-)
+from glrt_jax._src.roc import VARIANTS, curve, tradeoff
 
-__all__ = [
-    "glrt",
-    "glrt_swapped",
-    "glrt_swapped_tradeoff",
-    "glrt_symmetrised",
-    "glrt_symmetrised_tradeoff",
-    "glrt_tradeoff",
-    "npo",
-    "npo_tradeoff",
-]
+__all__ = ["VARIANTS", "curve", "tradeoff"]

@@ -1,13 +1,13 @@
-"""Tests of the per-round accountant API (glrt_jax.accountant on top of glrt_jax.pld).
+"""Tests of the accountant API: Accountant, Phase, PrivacyReport, epsilon/delta shortcuts.
 
 References: dp_accounting's PLD accountant (run here), closed-form Gaussian-DP profiles
-(NPO without subsampling composes to μ² = Σ N_i/σ_i²), and the reference numbers of
-DESIGN.md. The settings reuse those of tests/test_pld.py so the compiled programs are
-shared within one pytest process.
+(NPO without subsampling composes to μ² = Σ N_i/σ_i², by scipy root finding here) and
+the reference numbers of DESIGN.md §3.
 """
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -29,8 +29,8 @@ def _npo_epsilon_closed_form(delta, mu):
     return optimize.brentq(lambda e: gap(e) - delta, 0.0, 50.0, xtol=1e-14)
 
 
-def test_dpsgd_epsilon_npo_matches_dp_accounting():
-    rep = accountant.dpsgd_epsilon(1.0, 0.01, 1000, DELTA)
+def test_per_round_npo_matches_dp_accounting():
+    rep = accountant.epsilon(DELTA, noise_multiplier=1.0, sampling_rate=0.01, steps=1000)
     acc = dp_accounting.pld.PLDAccountant()
     acc.compose(
         dp_accounting.SelfComposedDpEvent(
@@ -43,74 +43,114 @@ def test_dpsgd_epsilon_npo_matches_dp_accounting():
     # Certified bracket around the truth, upper within 1e-3 (relative) of dp_accounting's.
     assert rep.npo.lower <= ref and abs(rep.npo.upper / ref - 1.0) <= 1e-3
     assert rep.glrt.upper < rep.npo.lower  # the GLRT adversary is weaker
-    assert rep.quantity == "epsilon" and rep.delta == DELTA and rep.dims == (1,)
-    assert "per-round" in rep.threat_model and "| GLRT (d = 1) |" in rep.table()
+    assert (rep.quantity, rep.delta, rep.epsilon, rep.d) == ("epsilon", DELTA, None, 1)
+    assert (rep.threat_model, rep.steps, rep.phases, rep.mu) == ("per_round", 1000, 1, None)
+    assert "| GLRT (d = 1) |" in rep.table() and "per round" in rep.describe()
+    exported = json.loads(json.dumps(rep.to_dict()))
+    assert exported["npo"]["upper"] == rep.npo.upper and exported["threat_model"] == "per_round"
 
 
-def test_dp_events_and_own_events_agree_and_match_design():
+def test_dp_events_and_phases_agree_and_match_design():
     inner = dp_accounting.PoissonSampledDpEvent(0.2, dp_accounting.GaussianDpEvent(6.0))
-    a = accountant.PLDAccountant(dim=1)
-    # 40 + 60 rounds, through SelfComposed/Composed/NoOp: merged into one block of 100.
+    a = accountant.Accountant(d=1)
+    # 40 + 60 rounds, through SelfComposed/Composed/NoOp: merged into one phase of 100.
     a.compose(
         dp_accounting.ComposedDpEvent(
             [dp_accounting.SelfComposedDpEvent(inner, 40), dp_accounting.NoOpDpEvent()]
         )
-    ).compose(inner, count=60)
-    assert a.events == (accountant.SubsampledGaussianEvent(6.0, 0.2, 100, 1),)
-    b = accountant.PLDAccountant(dim=1).compose(accountant.SubsampledGaussianEvent(6.0, 0.2, 100))
+    ).compose(dp_accounting.SelfComposedDpEvent(inner, 60))
+    assert a.phases == (accountant.Phase(6.0, 0.2, 100),)
+    b = accountant.Accountant(d=1).compose(accountant.Phase(6.0, 0.2, steps=100))
     ra, rb = a.epsilon(DELTA), b.epsilon(DELTA)
     assert ra == rb
     # DESIGN.md §2: NPO ε ≈ 1.312, GLRT (d = 1, per round) ε ≈ 0.143.
     assert ra.npo.lower <= 1.3122 and abs(ra.npo.estimate - 1.312) < 1e-3
     assert abs(ra.glrt.estimate - 0.143) < 1e-3
-    # δ at the certified ε is δ to the accuracy of the two queries' own lattices (each
-    # query chooses its lattice and tilt), and NPO is certified above δ there.
+    # δ at the certified ε is δ to the accuracy of the two queries, and NPO is certified
+    # above δ there.
     rd = a.delta(ra.glrt.upper)
+    assert rd.quantity == "delta" and rd.epsilon == ra.glrt.upper
     assert rd.glrt.lower <= DELTA
     assert rd.glrt.upper <= DELTA * (1 + 2e-3) and rd.npo.lower > DELTA
 
 
 def test_heterogeneous_rounds_without_subsampling_match_closed_form():
     # NPO, q = 1: 3 rounds at σ = 4 and 5 rounds at σ = 6 compose to μ² = 3/16 + 5/36.
-    a = accountant.PLDAccountant()
-    a.compose(accountant.SubsampledGaussianEvent(4.0, 1.0, 3))
+    a = accountant.Accountant()
+    a.compose(accountant.Phase(4.0, 1.0, 3))
     a.compose(dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(6.0), 5))
-    assert len(a.events) == 2
+    assert len(a.phases) == 2
     rep = a.epsilon(1e-3)
     ref = _npo_epsilon_closed_form(1e-3, math.sqrt(3 / 16 + 5 / 36))
     assert rep.npo.lower <= ref <= rep.npo.upper
     assert abs(rep.npo.estimate - ref) < 2e-3
     assert rep.glrt.upper <= rep.npo.upper
+    # The array shortcut composes the same phases.
+    short = accountant.epsilon(1e-3, [4.0, 6.0], 1.0, [3, 5])
+    assert short == rep
 
 
-def test_report_cli_with_sampling_rate(capsys):
+def test_shared_direction_matches_design_and_closed_form():
+    # DESIGN.md §3: σ/Δ = 6, N = 70, δ = 1e-2 → NPO 3.6367, GLRT (d = 1) 2.9437.
+    r = accountant.epsilon(1e-2, 6.0, steps=70, threat_model="shared")
+    assert f"{r.npo.upper:.4f}" == "3.6367" and f"{r.glrt.upper:.4f}" == "2.9437"
+    assert r.npo.lower == r.npo.upper and math.isclose(r.mu, math.sqrt(70) / 6, rel_tol=1e-14)
+    # Heterogeneous phases sharing one direction: λ = Σ steps_k / σ_k².
+    acc = accountant.Accountant(d=3, threat_model="shared")
+    for s, n in ((2.0, 1), (2.0, 3), (0.5, 2)):
+        acc.compose(accountant.Phase(s, 1.0, n))
+    rep = acc.epsilon(1e-4)
+    assert math.isclose(rep.mu**2, 1 / 4 + 3 / 4 + 2 / 0.25, rel_tol=1e-14)
+    assert math.isclose(rep.npo.upper, _npo_epsilon_closed_form(1e-4, rep.mu), rel_tol=1e-8)
+    assert math.isclose(accountant.mu([2.0, 0.5], [4, 2]), rep.mu, rel_tol=1e-14)
+    d = accountant.delta(rep.npo.upper, [2.0, 0.5], 1.0, [4, 2], d=3, threat_model="shared")
+    assert math.isclose(d.npo.upper, 1e-4, rel_tol=1e-8) and d.glrt.upper < d.npo.upper
+
+
+def test_report_cli(capsys):
     code = cli.main(
-        "report --sensitivity 2 --sigma 12 --steps 100 --sampling-rate 0.2 --delta 1e-5".split()
+        "report --noise-multiplier 6 --steps 100 --sampling-rate 0.2 --delta 1e-5".split()
     )
     out = capsys.readouterr().out
     assert code == 0
-    assert "per-round composition" in out
+    assert "per round" in out
     row = next(line for line in out.splitlines() if line.startswith("| GLRT"))
-    assert abs(float(row.split("|")[2]) - 0.1435) < 1e-3  # σ/Δ = 6, as above
+    assert abs(float(row.split("|")[2]) - 0.1435) < 1e-3  # as above (DESIGN.md §2)
+    code = cli.main(
+        "report --noise-multiplier 6 --steps 70 --delta 1e-2 --threat-model shared".split()
+    )
+    out = capsys.readouterr().out
+    assert code == 0 and "| NPO (Gaussian DP) | 3.63673 |" in out and "mu = 1.39443" in out
+    code = cli.main(
+        "report --noise-multiplier 6 --sampling-rate 0.5 --delta 1e-2 --threat-model shared".split()
+    )
+    assert code == 2 and "sampling_rate must be 1" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(
     "call, name",
     [
-        (lambda: accountant.dpsgd_epsilon(0.0, 0.01, 10, 1e-5), "noise_multiplier"),
-        (lambda: accountant.dpsgd_epsilon(1.0, 1.5, 10, 1e-5), "sampling_rate"),
-        (lambda: accountant.dpsgd_epsilon(1.0, 0.0, 10, 1e-5), "sampling_rate"),
-        (lambda: accountant.dpsgd_epsilon(1.0, 0.01, 0, 1e-5), "count"),
-        (lambda: accountant.dpsgd_epsilon(1.0, 0.01, 2.5, 1e-5), "count"),
-        (lambda: accountant.dpsgd_epsilon(1.0, 0.01, 10, 1.0), "delta"),
-        (lambda: accountant.dpsgd_epsilon(1.0, 0.01, 10, float("nan")), "delta"),
-        (lambda: accountant.dpsgd_delta(1.0, 0.01, 10, -1.0), "epsilon"),
-        (lambda: accountant.dpsgd_epsilon(1.0, 0.01, 10, 1e-5, d=0), "dim"),
-        (lambda: accountant.dpsgd_epsilon(1.0, 0.01, 10, 1e-5, tol=0.0), "tol"),
-        (lambda: accountant.dpsgd_epsilon(1.0, 0.01, 10, 1e-5, neighbouring="x"), "neighbouring"),
-        (lambda: accountant.PLDAccountant().compose(dp_accounting.LaplaceDpEvent(1.0)), "Laplace"),
-        (lambda: accountant.PLDAccountant().compose("gaussian"), "event"),
-        (lambda: accountant.PLDAccountant().epsilon(1e-5), "compose"),
+        (lambda: accountant.epsilon(1e-5, 0.0, 0.01, 10), "noise_multiplier"),
+        (lambda: accountant.epsilon(1e-5, 1.0, 1.5, 10), "sampling_rate"),
+        (lambda: accountant.epsilon(1e-5, 1.0, 0.0, 10), "sampling_rate"),
+        (lambda: accountant.epsilon(1e-5, 1.0, 0.01, 0), "steps"),
+        (lambda: accountant.epsilon(1e-5, 1.0, 0.01, 2.5), "steps"),
+        (lambda: accountant.epsilon(1e-5, [1.0, 2.0], 0.01, [1, 2, 3]), "one length"),
+        (lambda: accountant.epsilon(1.0, 1.0, 0.01, 10), "delta"),
+        (lambda: accountant.epsilon(float("nan"), 1.0, 0.01, 10), "delta"),
+        (lambda: accountant.delta(-1.0, 1.0, 0.01, 10), "epsilon"),
+        (lambda: accountant.epsilon(1e-5, 1.0, 0.01, 10, d=0), "d"),
+        (lambda: accountant.epsilon(1e-5, 1.0, 0.01, 10, tol=0.0), "tol"),
+        (lambda: accountant.epsilon(1e-5, 1.0, 0.01, 10, neighbouring="x"), "neighbouring"),
+        (lambda: accountant.epsilon(1e-5, 1.0, 0.01, 10, threat_model="x"), "threat_model"),
+        (
+            lambda: accountant.Accountant(threat_model="shared", neighbouring="replace_one"),
+            "shared",
+        ),
+        (lambda: accountant.Accountant().compose(dp_accounting.LaplaceDpEvent(1.0)), "Laplace"),
+        (lambda: accountant.Accountant().compose("gaussian"), "event"),
+        (lambda: accountant.Accountant().epsilon(1e-5), "compose"),
+        (lambda: accountant.mu(0.0), "noise_multiplier"),
     ],
 )
 def test_bad_input_names_the_parameter(call, name):

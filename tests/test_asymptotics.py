@@ -69,7 +69,7 @@ def test_refined_clt_against_exact_curve_at_fixed_d(refs):
     a = np.concatenate([np.logspace(-10, -1, 40), np.linspace(0.1, 0.999, 130)])
     aa = np.tile(a, 3)  # 510 points: shares the compiled core of tests/test_roc.py
     nn = np.repeat(ns, a.size)
-    exact = np.asarray(roc.glrt(aa, np.sqrt(nn) / SIGMA, D)).reshape(3, -1)
+    exact = np.asarray(roc.curve(aa, np.sqrt(nn) / SIGMA, D, adversary="glrt")).reshape(3, -1)
     approx = np.asarray(asymptotics.clt_roc(a[None], 1.0, SIGMA, ns[:, None], D))
     sup_err = np.max(np.abs(exact - approx), axis=1)
     reach = np.max(exact - a[None], axis=1)  # distance of the curve from the diagonal
@@ -84,8 +84,8 @@ def test_refined_clt_against_exact_curve_at_fixed_d(refs):
     rec = refs["clt"]
     ra = np.array([r["alpha"] for r in rec] * 17)
     rm = np.sqrt(np.array([r["N"] for r in rec] * 17)) / SIGMA
-    got_r = roc.glrt(ra, rm, D)
-    got_rp = roc.glrt_swapped(ra, rm, D)
+    got_r = roc.curve(ra, rm, D, adversary="glrt")
+    got_rp = roc.curve(ra, rm, D, adversary="glrt", variant="swapped")
     assert _rel_err(got_r, [float(r["R"]) for r in rec] * 17).max() <= 1e-12
     assert _rel_err(got_rp, [float(r["R_prime"]) for r in rec] * 17).max() <= 1e-12
 

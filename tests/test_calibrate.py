@@ -31,9 +31,12 @@ def _closed_epsilon(adversary, sigma, delta, steps, d):
 
 
 def _kw(case):
-    composition = "shared" if case["adversary"] == "glrt" else "rounds"
+    threat_model = "shared" if case["adversary"] == "glrt" else "per_round"
     return dict(
-        steps=case["steps"], d=case["d"] or 1, adversary=case["adversary"], composition=composition
+        steps=case["steps"],
+        d=case["d"] or 1,
+        adversary=case["adversary"],
+        threat_model=threat_model,
     )
 
 
@@ -187,11 +190,11 @@ def test_jit_vmap_and_implicit_grads():
 
 def test_calibrate_both_adversaries_side_by_side():
     res = calibrate.calibrate(1.0, DELTA, steps=N, sampling_rate=Q, d=1)
-    assert abs(res.sigma_npo - 1.4146) < 2e-3  # dp_accounting's σ, to its accuracy
-    assert res.sigma_glrt < res.sigma_npo
+    assert abs(res.noise_multiplier_npo - 1.4146) < 2e-3  # dp_accounting's σ, to its accuracy
+    assert res.noise_multiplier_glrt < res.noise_multiplier_npo
     for adv, s, e in (
-        ("npo", res.sigma_npo, res.epsilon_npo),
-        ("glrt", res.sigma_glrt, res.epsilon_glrt),
+        ("npo", res.noise_multiplier_npo, res.epsilon_npo),
+        ("glrt", res.noise_multiplier_glrt, res.epsilon_glrt),
     ):
         assert float(accountant.schedule_epsilon(s, Q, N, DELTA, adversary=adv).upper) == e
         assert 1.0 - 2e-3 <= e <= 1.0
@@ -244,7 +247,7 @@ def test_max_steps_numeric():
         (dict(target_epsilon=1.0, delta=1e-5, sampling_rate=1.5), "sampling_rate"),
         (dict(target_epsilon=1.0, delta=1e-5, steps=0), "steps"),
         (dict(target_epsilon=1.0, delta=1e-5, adversary="x"), "adversary"),
-        (dict(target_epsilon=1.0, delta=1e-5, sampling_rate=0.1, composition="shared"), "shared"),
+        (dict(target_epsilon=1.0, delta=1e-5, sampling_rate=0.1, threat_model="shared"), "shared"),
         (
             dict(target_epsilon=1.0, delta=1e-5, sampling_rate=0.1, sigma_bounds=(0.1, 0.2)),
             "unreachable target",
@@ -276,9 +279,9 @@ def test_cli(capsys):
             "1e-5",
             "--steps",
             "10",
-            "--dim",
+            "--d",
             "5",
-            "--composition",
+            "--threat-model",
             "shared",
         ]
     )

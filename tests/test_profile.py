@@ -12,7 +12,7 @@ import mpmath as mp
 import numpy as np
 import pytest
 
-from glrt_jax import accountant, profile
+from glrt_jax import profile
 
 REF = pathlib.Path(__file__).parent / "reference" / "profile_refs.json"
 # Every GLRT call in this file has at most BATCH points: the public functions pad their
@@ -199,31 +199,8 @@ def test_exact_gradients_match_closed_forms_and_finite_differences():
         (lambda: profile.glrt_delta(1.0, -1.0, 1), "mu"),
         (lambda: profile.glrt_delta(1.0, 1.0, 0), "d"),
         (lambda: profile.glrt_delta(1.0, 1.0, 2.5), "d"),
-        (lambda: accountant.epsilon(1e-5, sensitivity=1.0, sigma=0.0), "sigma"),
-        (lambda: accountant.epsilon(1e-5, sensitivity=-1.0, sigma=1.0), "sensitivity"),
-        (lambda: accountant.epsilon(1e-5, sensitivity=1.0, sigma=1.0, steps=0), "steps"),
-        (lambda: accountant.epsilon(1e-5, sensitivity=1.0, sigma=1.0, dim=0), "dim"),
-        (lambda: accountant.delta(float("inf"), sensitivity=1.0, sigma=1.0), "epsilon"),
     ],
 )
 def test_bad_input_names_the_parameter(call, name):
     with pytest.raises(ValueError, match=rf"^{name} must be"):
         call()
-
-
-def test_accountant_composition():
-    r = accountant.epsilon(1e-2, sensitivity=1.0, sigma=6.0, steps=70, dim=1)
-    assert f"{r.epsilon_npo:.4f}" == "3.6367" and f"{r.epsilon_glrt:.4f}" == "2.9437"
-    assert "NPO" in r.table() and "GLRT" in r.table()
-    # Heterogeneous releases with one direction: λ = Σ Δ_i²/σ_i².
-    mechs = [
-        accountant.GaussianMechanism(1.0, 2.0, 3),
-        accountant.GaussianMechanism(2.0, 4.0, 3),
-        accountant.GaussianMechanism(0.5, 0.5, 3),
-    ]
-    mu, d = accountant.compose(mechs)
-    assert d == 3 and math.isclose(float(mu) ** 2, 0.25 + 0.25 + 1.0, rel_tol=1e-14)
-    with pytest.raises(ValueError, match="different query dimension"):
-        accountant.compose(
-            [accountant.GaussianMechanism(1.0, 1.0, 1), accountant.GaussianMechanism(1.0, 1.0, 2)]
-        )

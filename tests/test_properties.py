@@ -11,6 +11,8 @@ padded size of glrt_jax.profile), so nothing recompiles from one example to the 
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -45,11 +47,15 @@ def _alphas(seed, lo=0.0, hi=1.0):
 @given(mu=mus, d=dims, seed=seeds)
 def test_roc_within_unit_square_and_increasing(mu, d, seed):
     a = _alphas(seed)
-    for f in (roc.glrt, roc.glrt_swapped, roc.glrt_symmetrised):
+    for f in (
+        functools.partial(roc.curve, adversary="glrt"),
+        functools.partial(roc.curve, adversary="glrt", variant="swapped"),
+        functools.partial(roc.curve, adversary="glrt", variant="symmetrised"),
+    ):
         r = np.asarray(f(a, mu, d))
         assert np.all(r >= a) and np.all(r <= 1), f.__name__
         assert np.all(np.diff(r) >= -1e-15 * r[1:]), f.__name__
-    r = np.asarray(roc.npo(a, mu))
+    r = np.asarray(roc.curve(a, mu))
     assert np.all(r >= a) and np.all(r <= 1) and np.all(np.diff(r) >= 0)
 
 
@@ -58,7 +64,12 @@ def test_roc_within_unit_square_and_increasing(mu, d, seed):
 def test_symmetrised_above_both_and_concave(mu, d):
     a = np.linspace(0.0, 1.0, N_ROC)
     r, rp, rs = (
-        np.asarray(f(a, mu, d)) for f in (roc.glrt, roc.glrt_swapped, roc.glrt_symmetrised)
+        np.asarray(f(a, mu, d))
+        for f in (
+            functools.partial(roc.curve, adversary="glrt"),
+            functools.partial(roc.curve, adversary="glrt", variant="swapped"),
+            functools.partial(roc.curve, adversary="glrt", variant="symmetrised"),
+        )
     )
     # Relative tolerance: R and R' carry ~1e-14 relative rounding (target 1e-12), which at
     # μ → 0 (all curves ≈ α) exceeds the true gap R_s − max(R, R').
@@ -71,8 +82,12 @@ def test_symmetrised_above_both_and_concave(mu, d):
 @given(mu=mus, d=dims, seed=seeds)
 def test_glrt_never_beats_npo(mu, d, seed):
     a = _alphas(seed)
-    npo = np.asarray(roc.npo(a, mu))
-    for f in (roc.glrt, roc.glrt_swapped, roc.glrt_symmetrised):
+    npo = np.asarray(roc.curve(a, mu))
+    for f in (
+        functools.partial(roc.curve, adversary="glrt"),
+        functools.partial(roc.curve, adversary="glrt", variant="swapped"),
+        functools.partial(roc.curve, adversary="glrt", variant="symmetrised"),
+    ):
         assert np.all(np.asarray(f(a, mu, d)) <= npo * (1 + 1e-13)), f.__name__
 
 
@@ -81,8 +96,8 @@ def test_glrt_never_beats_npo(mu, d, seed):
 def test_swapped_is_reflection_of_glrt(mu, d, seed):
     # R'(α) = 1 − R⁻¹(1 − α)  <=>  1 − R(1 − R'(α)) = α, written with trade-offs.
     a = _alphas(seed, 0.01, 0.99)
-    b = roc.glrt_swapped_tradeoff(a, mu, d)
-    back = np.asarray(roc.glrt_tradeoff(b, mu, d))
+    b = roc.tradeoff(a, mu, d, adversary="glrt", variant="swapped")
+    back = np.asarray(roc.tradeoff(b, mu, d, adversary="glrt"))
     assert np.max(np.abs(back - a)) <= 1e-9
 
 

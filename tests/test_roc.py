@@ -7,6 +7,7 @@ Property tests (hypothesis) live in tests/test_properties.py.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import pathlib
@@ -58,9 +59,9 @@ def test_npo_matches_mpmath(refs):
     rec = refs["roc_npo"]
     a = np.array([r["alpha"] for r in rec])
     m = np.array([r["mu"] for r in rec])
-    assert _rel_err(roc.npo(a, m), [float(r["R"]) for r in rec]).max() <= 1e-12
+    assert _rel_err(roc.curve(a, m), [float(r["R"]) for r in rec]).max() <= 1e-12
     omr = [float(r["one_minus_R"]) for r in rec]
-    assert _rel_err(roc.npo_tradeoff(a, m), omr).max() <= 1e-12
+    assert _rel_err(roc.tradeoff(a, m), omr).max() <= 1e-12
 
 
 def test_glrt_curves_match_mpmath(refs):
@@ -70,10 +71,10 @@ def test_glrt_curves_match_mpmath(refs):
     m = np.array([r["mu"] for r in rec])
     d = np.array([r["d"] for r in rec])
     cases = [
-        (roc.glrt, "R"),
-        (roc.glrt_tradeoff, "one_minus_R"),
-        (roc.glrt_swapped, "R_prime"),
-        (roc.glrt_swapped_tradeoff, "one_minus_R_prime"),
+        (functools.partial(roc.curve, adversary="glrt"), "R"),
+        (functools.partial(roc.tradeoff, adversary="glrt"), "one_minus_R"),
+        (functools.partial(roc.curve, adversary="glrt", variant="swapped"), "R_prime"),
+        (functools.partial(roc.tradeoff, adversary="glrt", variant="swapped"), "one_minus_R_prime"),
     ]
     for fn, key in cases:
         err = _rel_err(fn(a, m, d), [float(r[key]) for r in rec])
@@ -103,8 +104,8 @@ def test_d1_closed_form_against_mpmath_formula():
     mus = [0.1, 1.0, 4.0, 20.0]
     aa = np.repeat(a, len(mus))
     mm = np.tile(mus, len(a))
-    got = np.asarray(roc.glrt(aa, mm, 1))
-    got_lo = np.asarray(roc.glrt_tradeoff(aa, mm, 1))
+    got = np.asarray(roc.curve(aa, mm, 1, adversary="glrt"))
+    got_lo = np.asarray(roc.tradeoff(aa, mm, 1, adversary="glrt"))
     mp.mp.dps = 40
     zs = {}
     for x in a:
@@ -150,9 +151,11 @@ def test_symmetrised_is_the_concave_majorant(mu, d):
     grid = np.concatenate([np.linspace(0, 1, 4 * N_PTS), np.logspace(-8, -2, 2 * N_PTS)])
     grid = np.unique(grid)
     chunks = np.array_split(grid, math.ceil(len(grid) / N_PTS))
-    r = np.concatenate([roc.glrt(c, mu, d) for c in chunks])
-    rp = np.concatenate([roc.glrt_swapped(c, mu, d) for c in chunks])
-    rs = np.concatenate([roc.glrt_symmetrised(c, mu, d) for c in chunks])
+    r = np.concatenate([roc.curve(c, mu, d, adversary="glrt") for c in chunks])
+    rp = np.concatenate([roc.curve(c, mu, d, adversary="glrt", variant="swapped") for c in chunks])
+    rs = np.concatenate(
+        [roc.curve(c, mu, d, adversary="glrt", variant="symmetrised") for c in chunks]
+    )
     hx, hy = _upper_hull(np.concatenate([grid, grid]), np.concatenate([r, rp]))
     hull = np.interp(grid, hx, hy)
     assert np.all(rs >= np.maximum(r, rp) - 1e-15)
@@ -165,14 +168,19 @@ def test_symmetrised_is_the_concave_majorant(mu, d):
 def test_symmetrised_concave_symmetric_and_above_both(mu, d):
     a = np.linspace(0.0, 1.0, N_PTS)
     r, rp, rs = (
-        np.asarray(f(a, mu, d)) for f in (roc.glrt, roc.glrt_swapped, roc.glrt_symmetrised)
+        np.asarray(f(a, mu, d))
+        for f in (
+            functools.partial(roc.curve, adversary="glrt"),
+            functools.partial(roc.curve, adversary="glrt", variant="swapped"),
+            functools.partial(roc.curve, adversary="glrt", variant="symmetrised"),
+        )
     )
     assert np.all(rs >= np.maximum(r, rp) - 1e-15)
     assert np.all(np.diff(rs, 2) <= 1e-12)  # concave on a uniform grid
     # Symmetric trade-off: f(f(α)) = α, i.e. R_s is its own anti-diagonal reflection.
-    b = np.asarray(roc.glrt_symmetrised_tradeoff(a, mu, d))
+    b = np.asarray(roc.tradeoff(a, mu, d, adversary="glrt", variant="symmetrised"))
     assert np.allclose(b, 1 - rs, atol=1e-15)
-    back = np.asarray(roc.glrt_symmetrised_tradeoff(b, mu, d))
+    back = np.asarray(roc.tradeoff(b, mu, d, adversary="glrt", variant="symmetrised"))
     assert np.max(np.abs(back - a)) <= 1e-9
 
 
@@ -192,7 +200,9 @@ def test_symmetrised_segment_is_total_variation_d1():
             alphas.append(float(x))
             wants.append(float(x + tau))
             mm.append(mu)
-    got = np.asarray(roc.glrt_symmetrised(np.array(alphas), np.array(mm), 1))
+    got = np.asarray(
+        roc.curve(np.array(alphas), np.array(mm), 1, adversary="glrt", variant="symmetrised")
+    )
     assert _rel_err(got, wants).max() <= 1e-12
 
 
@@ -204,12 +214,18 @@ def test_symmetrised_segment_is_total_variation_d1():
 def test_npo_grads():
     a = jnp.linspace(0.02, 0.98, 7)
     m = jnp.linspace(0.1, 3.0, 7)
-    check_grads(roc.npo, (a, m), order=1, modes=("fwd", "rev"))
-    check_grads(roc.npo_tradeoff, (a, m), order=1, modes=("fwd", "rev"))
+    check_grads(roc.curve, (a, m), order=1, modes=("fwd", "rev"))
+    check_grads(roc.tradeoff, (a, m), order=1, modes=("fwd", "rev"))
 
 
 @pytest.mark.parametrize(
-    "fn", [roc.glrt, roc.glrt_tradeoff, roc.glrt_swapped, roc.glrt_symmetrised]
+    "fn",
+    [
+        functools.partial(roc.curve, adversary="glrt"),
+        functools.partial(roc.tradeoff, adversary="glrt"),
+        functools.partial(roc.curve, adversary="glrt", variant="swapped"),
+        functools.partial(roc.curve, adversary="glrt", variant="symmetrised"),
+    ],
 )
 def test_glrt_grads(fn):
     rng = np.random.default_rng(1)
@@ -223,7 +239,9 @@ def test_glrt_grad_values():
     # Exact slopes: dR/dα is the likelihood ratio at the threshold (d = 1 closed form).
     a = np.linspace(0.05, 0.95, N_PTS)
     mu = 1.3
-    _, slope = jax.jvp(lambda x: roc.glrt(x, mu, 1), (jnp.asarray(a),), (jnp.ones(N_PTS),))
+    _, slope = jax.jvp(
+        lambda x: roc.curve(x, mu, 1, adversary="glrt"), (jnp.asarray(a),), (jnp.ones(N_PTS),)
+    )
     z = -np.asarray(jax.scipy.special.ndtri(a / 2))
     want = np.exp(-(mu**2) / 2) * np.cosh(mu * z)
     assert _rel_err(slope, want).max() <= 1e-12
@@ -237,22 +255,27 @@ def test_glrt_grad_values():
 @pytest.mark.parametrize("alpha", [-0.1, 1.5, float("nan"), [0.2, 2.0]])
 def test_bad_alpha(alpha):
     with pytest.raises(ValueError, match=r"alpha must be in \[0, 1\]"):
-        roc.npo(alpha, 1.0)
+        roc.curve(alpha, 1.0)
     with pytest.raises(ValueError, match=r"alpha must be in \[0, 1\]"):
-        roc.glrt_symmetrised(alpha, 1.0, 3)
+        roc.curve(alpha, 1.0, 3, adversary="glrt", variant="symmetrised")
 
 
 @pytest.mark.parametrize("mu", [-1.0, float("nan"), float("inf")])
 def test_bad_mu(mu):
     with pytest.raises(ValueError, match=r"mu must be in \[0, inf\)"):
-        roc.npo_tradeoff(0.5, mu)
+        roc.tradeoff(0.5, mu)
     with pytest.raises(ValueError, match=r"mu must be in \[0, inf\)"):
-        roc.glrt(0.5, mu, 3)
+        roc.curve(0.5, mu, 3, adversary="glrt")
 
 
 @pytest.mark.parametrize("d", [0, -2, 2.5, float("nan")])
 def test_bad_d(d):
-    for f in (roc.glrt, roc.glrt_tradeoff, roc.glrt_swapped, roc.glrt_symmetrised):
+    for f in (
+        functools.partial(roc.curve, adversary="glrt"),
+        functools.partial(roc.tradeoff, adversary="glrt"),
+        functools.partial(roc.curve, adversary="glrt", variant="swapped"),
+        functools.partial(roc.curve, adversary="glrt", variant="symmetrised"),
+    ):
         with pytest.raises(ValueError, match=r"d must be an integer in \[1, inf\)"):
             f(0.5, 1.0, d)
 
@@ -261,13 +284,17 @@ def test_glrt_traces_under_jit():
     # Tracing only (a full jit compile of the core costs ~15 s; values under jit are the
     # same code path as the eager core, whose NaN mapping is tested below).
     a, m, d = jnp.ones(3) * 0.5, jnp.ones(3), jnp.array([1, 2, 3])
-    for f in (roc.glrt, roc.glrt_swapped_tradeoff, roc.glrt_symmetrised):
+    for f in (
+        functools.partial(roc.curve, adversary="glrt"),
+        functools.partial(roc.tradeoff, adversary="glrt", variant="swapped"),
+        functools.partial(roc.curve, adversary="glrt", variant="symmetrised"),
+    ):
         jaxpr = jax.make_jaxpr(f)(a, m, d)
         assert jaxpr.out_avals[0].shape == (3,)
 
 
 def test_out_of_domain_gives_nan_when_traced():
-    f = jax.jit(roc.npo)
+    f = jax.jit(roc.curve)
     out = np.asarray(f(jnp.array([0.5, -0.1, 0.5, 0.5]), jnp.array([1.0, 1.0, -1.0, jnp.nan])))
     assert np.isfinite(out[0]) and np.all(np.isnan(out[1:]))
     # The GLRT core maps invalid values to NaN the same way (this is what runs under jit).

@@ -29,12 +29,12 @@ TWO_DEVICES = textwrap.dedent(
     points, shape = sweep.cartesian(mu=np.linspace(0.1, 3.0, 7), alpha=[1e-6, 0.01, 0.3])
     ref = stats.norm.sf(stats.norm.isf(points["alpha"]) - points["mu"])
     for chunk in (None, 2):
-        out = sweep.sweep(roc.npo, points["alpha"], points["mu"], chunk_size=chunk)
+        out = sweep.sweep(roc.curve, points["alpha"], points["mu"], chunk_size=chunk)
         np.testing.assert_allclose(np.asarray(out), ref, rtol=1e-10)
         assert out.shape == (21,)
 
     # An even batch stays sharded: one half on each device.
-    out = sweep.sweep(roc.npo, points["alpha"][:20], points["mu"][:20])
+    out = sweep.sweep(roc.curve, points["alpha"][:20], points["mu"][:20])
     assert out.sharding.spec == jax.sharding.PartitionSpec("batch"), out.sharding
     assert {s.device.id for s in out.addressable_shards} == {0, 1}
     assert all(s.data.shape == (10,) for s in out.addressable_shards)
@@ -64,7 +64,7 @@ def test_one_device_matches_vmap_with_unmapped_and_pytree_args():
     mu = jnp.linspace(0.1, 2.0, 5)
 
     def fn(m, a):
-        return {"tpr": roc.npo(a["alpha"], m), "m": m}
+        return {"tpr": roc.curve(a["alpha"], m), "m": m}
 
     out = sweep.sweep(fn, mu, {"alpha": jnp.asarray(0.05)}, in_axes=(0, None), chunk_size=2)
     ref = stats.norm.sf(stats.norm.isf(0.05) - np.asarray(mu))
@@ -82,11 +82,11 @@ def test_cartesian():
 @pytest.mark.parametrize(
     "call, match",
     [
-        (lambda: sweep.sweep(roc.npo, jnp.ones(3), jnp.ones(4)), "batch size"),
-        (lambda: sweep.sweep(roc.npo, 0.5, 1.0, in_axes=None), "mapped argument"),
-        (lambda: sweep.sweep(roc.npo, jnp.ones(3), 1.0, in_axes=(0,)), "in_axes"),
-        (lambda: sweep.sweep(roc.npo, jnp.ones(3), 1.0, in_axes=(1, None)), "in_axes"),
-        (lambda: sweep.sweep(roc.npo, jnp.ones(3), jnp.ones(3), chunk_size=0), "chunk_size"),
+        (lambda: sweep.sweep(roc.curve, jnp.ones(3), jnp.ones(4)), "batch size"),
+        (lambda: sweep.sweep(roc.curve, 0.5, 1.0, in_axes=None), "mapped argument"),
+        (lambda: sweep.sweep(roc.curve, jnp.ones(3), 1.0, in_axes=(0,)), "in_axes"),
+        (lambda: sweep.sweep(roc.curve, jnp.ones(3), 1.0, in_axes=(1, None)), "in_axes"),
+        (lambda: sweep.sweep(roc.curve, jnp.ones(3), jnp.ones(3), chunk_size=0), "chunk_size"),
         (lambda: sweep.cartesian(), "axes"),
         (lambda: sweep.cartesian(sigma=[]), "sigma"),
         (lambda: sweep.local_mesh([]), "devices"),
@@ -99,3 +99,17 @@ def test_bad_input(call, match):
 
 def test_default_mesh_uses_all_local_devices():
     assert sweep.local_mesh().devices.size == len(jax.local_devices())
+
+
+def test_repeated_sweeps_reuse_the_compiled_program():
+    from glrt_jax._src import sweep as sweep_src
+
+    a = jnp.linspace(0.01, 0.5, 8)
+    m = jnp.linspace(0.5, 2.0, 8)
+    first = sweep.sweep(roc.curve, a, m)
+    before = sweep_src._runner.cache_info()
+    second = sweep.sweep(roc.curve, a[::-1], m)
+    after = sweep_src._runner.cache_info()
+    assert after.hits == before.hits + 1 and after.misses == before.misses
+    np.testing.assert_array_equal(np.asarray(second), np.asarray(roc.curve(a[::-1], m)))
+    assert first.shape == (8,)

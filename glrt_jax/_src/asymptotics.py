@@ -19,7 +19,7 @@ Accuracy. The approximation is a statement about ``d → ∞`` with ``μ_GLRT`` 
 fixed: its error then decays like ``1/√d`` (the skewness of ``χ²_d``). At fixed
 ``d`` it does *not* improve as ``N`` grows — the error grows with ``λ``, roughly in
 proportion to the distance of the curve from the diagonal. Use
-:func:`glrt_jax.roc.glrt` for exact values.
+:func:`glrt_jax.roc.curve` (``adversary="glrt"``) for exact values.
 
 Erratum. The paper's separated form of the refined curve (its Eq. ``clt_1``) writes
 the shift as ``√2 λ/(2d)``; the derivation (its Eq. 42) gives ``λ/√(2d)``, which is
@@ -156,7 +156,7 @@ def clt_roc(
       >>> jax.config.update("jax_enable_x64", True)
       >>> from glrt_jax import asymptotics, roc
       >>> approx = asymptotics.clt_roc(0.1, 1.0, 10.0, 1000, 300)
-      >>> exact = roc.glrt(0.1, (1000 / 100) ** 0.5, 300)
+      >>> exact = roc.curve(0.1, (1000 / 100) ** 0.5, 300, adversary="glrt")
       >>> bool(abs(approx - exact) < 0.01)
       True
     """

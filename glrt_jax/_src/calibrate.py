@@ -17,13 +17,13 @@ margin). :func:`for_delta` does the same for a target ``δ*`` at fixed ``ε`` (g
 
 Accountants (which ``ε(σ)``):
 
-* ``composition="rounds"`` (default): independent rounds, each seen on its own
+* ``threat_model="per_round"`` (default): independent rounds, each seen on its own
   (DP-SGD). NPO is classical Gaussian DP; GLRT is the per-round adversary that sees
   ``‖y_i‖²``. Without subsampling the NPO case has the closed form ``μ = √N/σ``
   (:func:`glrt_jax.profile.npo_epsilon`); everything else uses the certified upper
   bound of the composition engine (:func:`glrt_jax.accountant.schedule_epsilon`), whose
   cost does not depend on N: one compiled program serves every N.
-* ``composition="shared"``: the ``N`` releases share one unknown direction (paper,
+* ``threat_model="shared"``: the ``N`` releases share one unknown direction (paper,
   Theorem 2): ``λ = N/σ²`` in the closed forms of :mod:`glrt_jax.profile`. No
   subsampling.
 
@@ -65,6 +65,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from glrt_jax._src import composition, profile, solvers
+from glrt_jax._src.accountant import check_threat_model
 from glrt_jax._src.composition import validate_sizes
 from glrt_jax._src.validation import check_range
 
@@ -78,7 +79,6 @@ __all__ = [
 ]
 
 _ADVERSARIES = ("npo", "glrt")
-_COMPOSITIONS = ("rounds", "shared")
 # Half-width of the default search interval in log σ (or −log q), and how often an eager
 # search moves it before giving up.
 _HALF_WIDTH = 4.0
@@ -191,13 +191,12 @@ def _is_traced(*values):
     return any(isinstance(v, jax.core.Tracer) for v in values)
 
 
-def _check_common(steps, d, adversary, composition_, neighbouring, rtol, max_iter):
+def _check_common(steps, d, adversary, threat_model, neighbouring, rtol, max_iter):
     check_range("steps", steps, lo=1.0, integer=True)
     check_range("d", d, lo=1.0, integer=True)
     if adversary not in _ADVERSARIES:
         raise ValueError(f"adversary must be one of {_ADVERSARIES}, got {adversary!r}")
-    if composition_ not in _COMPOSITIONS:
-        raise ValueError(f"composition must be one of {_COMPOSITIONS}, got {composition_!r}")
+    check_threat_model(threat_model)
     if neighbouring not in ("add_remove", "replace_one"):
         raise ValueError(
             f"neighbouring must be 'add_remove' or 'replace_one', got {neighbouring!r}"
@@ -208,15 +207,15 @@ def _check_common(steps, d, adversary, composition_, neighbouring, rtol, max_ite
         raise ValueError(f"max_iter must be an integer in [1, 10000], got {max_iter!r}")
 
 
-def _is_closed(sampling_rate, adversary, composition_, neighbouring):
-    if composition_ == "shared":
+def _is_closed(sampling_rate, adversary, threat_model, neighbouring):
+    if threat_model == "shared":
         if _is_traced(sampling_rate) or np.any(np.asarray(sampling_rate) != 1.0):
             raise ValueError(
-                "composition='shared' (Theorem 2) covers releases without subsampling: "
-                f"sampling_rate must be 1, got {sampling_rate!r}; use composition='rounds'"
+                "threat_model='shared' (Theorem 2) covers releases without subsampling: "
+                f"sampling_rate must be 1, got {sampling_rate!r}; use threat_model='per_round'"
             )
         if neighbouring != "add_remove":
-            raise ValueError("composition='shared' supports neighbouring='add_remove' only")
+            raise ValueError("threat_model='shared' supports neighbouring='add_remove' only")
         return True
     return (
         adversary == "npo"
@@ -361,7 +360,7 @@ def _sigma(
     sampling_rate,
     d,
     adversary,
-    composition_,
+    threat_model,
     neighbouring,
     sigma_bounds,
     rtol,
@@ -372,9 +371,9 @@ def _sigma(
 ):
     _check_x64()
     check_range("sampling_rate", sampling_rate, lo=0.0, hi=1.0, lo_open=True)
-    _check_common(steps, d, adversary, composition_, neighbouring, rtol or 1e-9, max_iter)
+    _check_common(steps, d, adversary, threat_model, neighbouring, rtol or 1e-9, max_iter)
     validate_sizes(tol, points, nodes)
-    closed = _is_closed(sampling_rate, adversary, composition_, neighbouring)
+    closed = _is_closed(sampling_rate, adversary, threat_model, neighbouring)
     if rtol is None:
         rtol = 1e-9 if closed else 1e-6
     auto = not closed and points is None and nodes is None
@@ -412,7 +411,7 @@ def noise_multiplier(
     d: int = 1,
     adversary: str = "npo",
     *,
-    composition: str = "rounds",
+    threat_model: str = "per_round",
     neighbouring: str = "add_remove",
     sigma_bounds: tuple | None = None,
     rtol: float | None = None,
@@ -434,7 +433,7 @@ def noise_multiplier(
       sampling_rate: Poisson sampling rate q in (0, 1] (1: every record every round).
       d: query dimension (GLRT only; NPO does not depend on it).
       adversary: ``"npo"`` (classical Gaussian DP) or ``"glrt"``.
-      composition: ``"rounds"`` (independent rounds; DP-SGD) or ``"shared"`` (one
+      threat_model: ``"per_round"`` (independent rounds; DP-SGD) or ``"shared"`` (one
         shared unknown direction, paper Theorem 2; closed form, q = 1 only).
       neighbouring: ``"add_remove"`` or ``"replace_one"``.
       sigma_bounds: ``(lo, hi)`` search interval for σ; default a factor e⁴ either
@@ -476,7 +475,7 @@ def noise_multiplier(
         sampling_rate,
         d,
         adversary,
-        composition,
+        threat_model,
         neighbouring,
         sigma_bounds,
         rtol,
@@ -495,7 +494,7 @@ def for_delta(
     d: int = 1,
     adversary: str = "npo",
     *,
-    composition: str = "rounds",
+    threat_model: str = "per_round",
     neighbouring: str = "add_remove",
     sigma_bounds: tuple | None = None,
     rtol: float | None = None,
@@ -512,7 +511,7 @@ def for_delta(
     Args:
       target_delta: δ* in (0, 1).
       epsilon: ε ≥ 0.
-      steps, sampling_rate, d, adversary, composition, neighbouring, sigma_bounds,
+      steps, sampling_rate, d, adversary, threat_model, neighbouring, sigma_bounds,
         rtol, tol, points, nodes, max_iter: as in :func:`noise_multiplier` (``rtol`` is
         the gap in ``log δ``).
 
@@ -538,7 +537,7 @@ def for_delta(
         sampling_rate,
         d,
         adversary,
-        composition,
+        threat_model,
         neighbouring,
         sigma_bounds,
         rtol,
@@ -592,7 +591,7 @@ def max_sampling_rate(
     check_range("target_epsilon", target_epsilon, lo=0.0, lo_open=True)
     check_range("delta", delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
     check_range("noise_multiplier", noise_multiplier, lo=0.0, lo_open=True)
-    _check_common(steps, d, adversary, "rounds", neighbouring, rtol, max_iter)
+    _check_common(steps, d, adversary, "per_round", neighbouring, rtol, max_iter)
     validate_sizes(tol, points, nodes)
     jit_b, jit_j = composition.JIT_SIZES
     problem = _Problem(
@@ -620,9 +619,9 @@ def max_sampling_rate(
 
 
 def _epsilon_of_steps(
-    target_epsilon, delta, sigma, q, n, d, adversary, neighbouring, tol, composition_
+    target_epsilon, delta, sigma, q, n, d, adversary, neighbouring, tol, threat_model
 ):
-    if composition_ == "shared" or (
+    if threat_model == "shared" or (
         adversary == "npo" and q == 1.0 and neighbouring == "add_remove"
     ):
         mu = math.sqrt(n) / sigma
@@ -643,24 +642,24 @@ def max_steps(
     d: int = 1,
     adversary: str = "npo",
     *,
-    composition: str = "rounds",
+    threat_model: str = "per_round",
     neighbouring: str = "add_remove",
-    max_rounds: int = 10**7,
+    limit: int = 10**7,
     tol: float = 1e-3,
 ) -> int:
     """The most rounds N with ε(N) ≤ ``target_epsilon`` (eager; N is an integer).
 
     ε is increasing in N. Closed forms (NPO without subsampling, or
-    ``composition="shared"``) and the composition engine (whose cost does not depend
+    ``threat_model="shared"``) and the composition engine (whose cost does not depend
     on N) are searched by doubling and bisection over integers.
 
     Args:
       target_epsilon: ε* > 0. delta: δ in (0, 1). noise_multiplier: σ > 0.
-      sampling_rate, d, adversary, composition, neighbouring, tol: as in
-        :func:`noise_multiplier`. max_rounds: the largest N considered.
+      sampling_rate, d, adversary, threat_model, neighbouring, tol: as in
+        :func:`noise_multiplier`. limit: the largest N considered.
 
     Returns:
-      N ≥ 1 (an int) with ε(N) ≤ ε* < ε(N + 1), or ``max_rounds`` if that fits.
+      N ≥ 1 (an int) with ε(N) ≤ ε* < ε(N + 1), or ``limit`` if that fits.
 
     Raises:
       ValueError: invalid input, or a single round already exceeds the budget.
@@ -677,14 +676,14 @@ def max_steps(
     check_range("delta", delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
     check_range("noise_multiplier", noise_multiplier, lo=0.0, lo_open=True)
     check_range("sampling_rate", sampling_rate, lo=0.0, hi=1.0, lo_open=True)
-    check_range("max_rounds", max_rounds, lo=1.0, integer=True)
-    _check_common(1, d, adversary, composition, neighbouring, 1e-9, 1)
+    check_range("limit", limit, lo=1.0, integer=True)
+    _check_common(1, d, adversary, threat_model, neighbouring, 1e-9, 1)
     validate_sizes(tol, None, None)
-    _is_closed(sampling_rate, adversary, composition, neighbouring)
+    _is_closed(sampling_rate, adversary, threat_model, neighbouring)
     args = (float(target_epsilon), float(delta), float(noise_multiplier), float(sampling_rate))
 
     def fits(n):
-        eps = _epsilon_of_steps(*args, n, int(d), adversary, neighbouring, tol, composition)
+        eps = _epsilon_of_steps(*args, n, int(d), adversary, neighbouring, tol, threat_model)
         return eps <= float(target_epsilon)
 
     if not fits(1):
@@ -694,7 +693,7 @@ def max_steps(
         )
     good, bad = 1, None
     while bad is None:  # doubling
-        n = min(2 * good, int(max_rounds))
+        n = min(2 * good, int(limit))
         if n == good:
             return good
         if fits(n):
@@ -723,10 +722,11 @@ class Calibration:
     delta: float
     steps: int
     sampling_rate: float
-    dim: int
-    composition: str
-    sigma_npo: float
-    sigma_glrt: float
+    d: int
+    threat_model: str
+    neighbouring: str
+    noise_multiplier_npo: float
+    noise_multiplier_glrt: float
     epsilon_npo: float
     epsilon_glrt: float
 
@@ -736,17 +736,21 @@ class Calibration:
             [
                 "| adversary | noise multiplier | epsilon at it | delta |",
                 "|---|---|---|---|",
-                f"| NPO (Gaussian DP) | {self.sigma_npo:.6f} | {self.epsilon_npo:.9g} "
-                f"| {self.delta:.3g} |",
-                f"| GLRT (d = {self.dim}) | {self.sigma_glrt:.6f} | {self.epsilon_glrt:.9g} "
-                f"| {self.delta:.3g} |",
+                f"| NPO (Gaussian DP) | {self.noise_multiplier_npo:.6f} "
+                f"| {self.epsilon_npo:.9g} | {self.delta:.3g} |",
+                f"| GLRT (d = {self.d}) | {self.noise_multiplier_glrt:.6f} "
+                f"| {self.epsilon_glrt:.9g} | {self.delta:.3g} |",
             ]
         )
 
+    def to_dict(self) -> dict:
+        """Plain-dict export (JSON-serialisable)."""
+        return dataclasses.asdict(self)
 
-def _achieved_epsilon(sigma, delta, steps, q, d, adversary, composition_, neighbouring, tol):
+
+def _achieved_epsilon(sigma, delta, steps, q, d, adversary, threat_model, neighbouring, tol):
     return _epsilon_of_steps(
-        0.0, delta, sigma, q, steps, d, adversary, neighbouring, tol, composition_
+        0.0, delta, sigma, q, steps, d, adversary, neighbouring, tol, threat_model
     )
 
 
@@ -757,7 +761,7 @@ def calibrate(
     sampling_rate: float = 1.0,
     d: int = 1,
     *,
-    composition: str = "rounds",
+    threat_model: str = "per_round",
     neighbouring: str = "add_remove",
     rtol: float | None = None,
     tol: float = 1e-3,
@@ -774,11 +778,11 @@ def calibrate(
       >>> import jax
       >>> jax.config.update("jax_enable_x64", True)
       >>> from glrt_jax import calibrate
-      >>> c = calibrate.calibrate(1.0, 1e-5, steps=10, composition="shared", d=10)
-      >>> c.sigma_glrt < c.sigma_npo
+      >>> c = calibrate.calibrate(1.0, 1e-5, steps=10, threat_model="shared", d=10)
+      >>> c.noise_multiplier_glrt < c.noise_multiplier_npo
       True
     """
-    kw = dict(composition=composition, neighbouring=neighbouring, tol=tol)
+    kw = dict(threat_model=threat_model, neighbouring=neighbouring, tol=tol)
     sig = {}
     eps = {}
     for adv in _ADVERSARIES:
@@ -793,7 +797,7 @@ def calibrate(
             float(sampling_rate),
             int(d),
             adv,
-            composition,
+            threat_model,
             neighbouring,
             tol,
         )
@@ -802,10 +806,11 @@ def calibrate(
         delta=float(delta),
         steps=int(steps),
         sampling_rate=float(sampling_rate),
-        dim=int(d),
-        composition=composition,
-        sigma_npo=sig["npo"],
-        sigma_glrt=sig["glrt"],
+        d=int(d),
+        threat_model=threat_model,
+        neighbouring=neighbouring,
+        noise_multiplier_npo=sig["npo"],
+        noise_multiplier_glrt=sig["glrt"],
         epsilon_npo=eps["npo"],
         epsilon_glrt=eps["glrt"],
     )

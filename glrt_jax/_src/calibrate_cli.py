@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
+from functools import partial
 
 
-def add_subparser(subparsers) -> argparse.ArgumentParser:
+def add_subparser(subparsers, setup: Callable[[], None] | None = None) -> argparse.ArgumentParser:
     """Register the ``calibrate`` subcommand on an ``argparse`` subparsers object.
 
     Args:
       subparsers: the object returned by ``ArgumentParser.add_subparsers``.
+      setup: called before the command runs (the command line passes the function that
+        enables float64 and the compilation cache).
 
     Returns:
       The new subparser (its default ``func`` is :func:`run`).
@@ -32,12 +36,12 @@ def add_subparser(subparsers) -> argparse.ArgumentParser:
         default=1.0,
         help="Poisson sampling rate q in (0, 1] (default 1)",
     )
-    p.add_argument("--dim", type=int, default=1, help="query dimension d (GLRT; default 1)")
+    p.add_argument("--d", type=int, default=1, help="query dimension d (GLRT; default 1)")
     p.add_argument(
-        "--composition",
-        choices=("rounds", "shared"),
-        default="rounds",
-        help="independent rounds (DP-SGD, default) or one shared direction "
+        "--threat-model",
+        choices=("per_round", "shared"),
+        default="per_round",
+        help="per_round: independent rounds (DP-SGD, default); shared: one shared direction "
         "(Theorem 2, no subsampling)",
     )
     p.add_argument("--neighbouring", choices=("add_remove", "replace_one"), default="add_remove")
@@ -47,19 +51,22 @@ def add_subparser(subparsers) -> argparse.ArgumentParser:
         default=1e-3,
         help="relative accuracy of the certified epsilon (default 1e-3)",
     )
-    p.set_defaults(func=run)
+    p.set_defaults(func=partial(run, setup=setup))
     return p
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace, setup: Callable[[], None] | None = None) -> int:
     """Run ``glrt-jax calibrate`` on parsed arguments; prints a markdown table.
+
+    Args:
+      args: the parsed arguments. setup: optional callable run first (e.g. enabling
+        float64).
 
     Returns:
       0 on success, 2 on invalid input or an unreachable target (message on stderr).
     """
-    import jax
-
-    jax.config.update("jax_enable_x64", True)
+    if setup is not None:
+        setup()
     from glrt_jax import calibrate
 
     try:
@@ -68,8 +75,8 @@ def run(args) -> int:
             args.delta,
             args.steps,
             args.sampling_rate,
-            args.dim,
-            composition=args.composition,
+            args.d,
+            threat_model=args.threat_model,
             neighbouring=args.neighbouring,
             tol=args.tol,
         )
@@ -78,8 +85,8 @@ def run(args) -> int:
         return 2
     print(
         f"target epsilon={res.target_epsilon:g} at delta={res.delta:g}; steps={res.steps}, "
-        f"sampling rate={res.sampling_rate:g}, dim={res.dim}, "
-        f"composition={res.composition}\n"
+        f"sampling_rate={res.sampling_rate:g}, d={res.d}, threat_model={res.threat_model}, "
+        f"neighbouring={res.neighbouring}\n"
     )
     print(res.table())
     return 0

@@ -493,7 +493,7 @@ def npo(alpha: ArrayLike, mu: ArrayLike) -> jax.Array:
       >>> import jax
       >>> jax.config.update("jax_enable_x64", True)
       >>> from glrt_jax import roc
-      >>> f"{float(roc.npo(0.05, 1.0)):.6f}"
+      >>> f"{float(roc.curve(0.05, 1.0)):.6f}"
       '0.259511'
     """
     _check_alpha(alpha)
@@ -521,7 +521,7 @@ def npo_tradeoff(alpha: ArrayLike, mu: ArrayLike) -> jax.Array:
       >>> import jax
       >>> jax.config.update("jax_enable_x64", True)
       >>> from glrt_jax import roc
-      >>> f"{float(roc.npo_tradeoff(0.05, 1.0)):.6f}"
+      >>> f"{float(roc.tradeoff(0.05, 1.0)):.6f}"
       '0.740489'
     """
     _check_alpha(alpha)
@@ -561,9 +561,10 @@ def glrt(alpha: ArrayLike, mu: ArrayLike, d: ArrayLike) -> jax.Array:
       >>> import jax
       >>> jax.config.update("jax_enable_x64", True)
       >>> from glrt_jax import roc
-      >>> f"{float(roc.glrt(0.05, 1.0, 1)):.6f}"
+      >>> f"{float(roc.curve(0.05, 1.0, 1, adversary='glrt')):.6f}"
       '0.170075'
-      >>> float(roc.glrt(0.05, 1.0, 10)) < float(roc.glrt(0.05, 1.0, 1)) < float(roc.npo(0.05, 1.0))
+      >>> r10, r1 = (float(roc.curve(0.05, 1.0, d, adversary="glrt")) for d in (10, 1))
+      >>> r10 < r1 < float(roc.curve(0.05, 1.0))
       True
     """
     return _glrt_public(alpha, mu, d, "R", True)
@@ -587,7 +588,7 @@ def glrt_tradeoff(alpha: ArrayLike, mu: ArrayLike, d: ArrayLike) -> jax.Array:
       >>> import jax
       >>> jax.config.update("jax_enable_x64", True)
       >>> from glrt_jax import roc
-      >>> f"{float(roc.glrt_tradeoff(0.05, 1.0, 1)):.6f}"
+      >>> f"{float(roc.tradeoff(0.05, 1.0, 1, adversary='glrt')):.6f}"
       '0.829925'
     """
     return _glrt_public(alpha, mu, d, "R", False)
@@ -615,7 +616,7 @@ def glrt_swapped(alpha: ArrayLike, mu: ArrayLike, d: ArrayLike) -> jax.Array:
       >>> import jax
       >>> jax.config.update("jax_enable_x64", True)
       >>> from glrt_jax import roc
-      >>> f"{float(roc.glrt_swapped(0.05, 1.0, 1)):.6f}"
+      >>> f"{float(roc.curve(0.05, 1.0, 1, adversary='glrt', variant='swapped')):.6f}"
       '0.082290'
     """
     return _glrt_public(alpha, mu, d, "R_prime", True)
@@ -639,7 +640,7 @@ def glrt_swapped_tradeoff(alpha: ArrayLike, mu: ArrayLike, d: ArrayLike) -> jax.
       >>> import jax
       >>> jax.config.update("jax_enable_x64", True)
       >>> from glrt_jax import roc
-      >>> f"{float(roc.glrt_swapped_tradeoff(0.05, 1.0, 1)):.6f}"
+      >>> f"{float(roc.tradeoff(0.05, 1.0, 1, adversary='glrt', variant='swapped')):.6f}"
       '0.917710'
     """
     return _glrt_public(alpha, mu, d, "R_prime", False)
@@ -677,7 +678,9 @@ def glrt_symmetrised(alpha: ArrayLike, mu: ArrayLike, d: ArrayLike) -> jax.Array
       >>> import jax
       >>> jax.config.update("jax_enable_x64", True)
       >>> from glrt_jax import roc
-      >>> r, rp, rs = (f(0.3, 1.0, 1) for f in (roc.glrt, roc.glrt_swapped, roc.glrt_symmetrised))
+      >>> r, rp, rs = (
+      ...     roc.curve(0.3, 1.0, 1, adversary="glrt", variant=v) for v in roc.VARIANTS
+      ... )
       >>> bool(rs >= max(r, rp))
       True
     """
@@ -706,8 +709,103 @@ def glrt_symmetrised_tradeoff(alpha: ArrayLike, mu: ArrayLike, d: ArrayLike) -> 
       >>> import jax
       >>> jax.config.update("jax_enable_x64", True)
       >>> from glrt_jax import roc
-      >>> b = roc.glrt_symmetrised_tradeoff(0.3, 1.0, 1)
-      >>> f"{float(roc.glrt_symmetrised_tradeoff(b, 1.0, 1)):.12f}"  # symmetric: f(f(α)) = α
+      >>> b = roc.tradeoff(0.3, 1.0, 1, adversary="glrt", variant="symmetrised")
+      >>> back = roc.tradeoff(b, 1.0, 1, adversary="glrt", variant="symmetrised")
+      >>> f"{float(back):.12f}"  # symmetric: f(f(α)) = α
       '0.300000000000'
     """
     return _glrt_public(alpha, mu, d, "R_s", False)
+
+
+# ---------------------------------------------------------------------------
+# Public entry points: the adversary and the variant chosen by parameters
+# ---------------------------------------------------------------------------
+
+ADVERSARIES = ("npo", "glrt")
+VARIANTS = ("direct", "swapped", "symmetrised")
+
+_CURVES = {
+    ("glrt", "direct"): (glrt, glrt_tradeoff),
+    ("glrt", "swapped"): (glrt_swapped, glrt_swapped_tradeoff),
+    ("glrt", "symmetrised"): (glrt_symmetrised, glrt_symmetrised_tradeoff),
+}
+
+
+def _pick(adversary, variant, which):
+    if adversary not in ADVERSARIES:
+        raise ValueError(f"adversary must be one of {ADVERSARIES}; got {adversary!r}")
+    if variant not in VARIANTS:
+        raise ValueError(f"variant must be one of {VARIANTS}; got {variant!r}")
+    if adversary == "npo":  # symmetric: swapping the hypotheses gives the same curve
+        return lambda alpha, mu, d: (npo, npo_tradeoff)[which](alpha, mu)
+    return _CURVES[adversary, variant][which]
+
+
+def curve(
+    alpha: ArrayLike,
+    mu: ArrayLike,
+    d: ArrayLike = 1,
+    *,
+    adversary: str = "npo",
+    variant: str = "direct",
+) -> jax.Array:
+    """ROC curve: the adversary's true-positive rate at false-positive rate ``alpha``.
+
+    * ``adversary="npo"``: ``R_N(α) = Q(Q⁻¹(α) − μ)`` (Gaussian DP; ``d`` is ignored and
+      every variant is the same curve).
+    * ``adversary="glrt"``, ``variant="direct"``: Theorem 1, ``R(α) = Ψ_λ(Ψ_0⁻¹(α))``
+      with ``λ = μ²`` (closed form for ``d = 1``, Corollary 1); ``"swapped"``: the
+      hypotheses exchanged, ``R'(α) = Φ_0(Φ_λ⁻¹(α))``; ``"symmetrised"``: ``R_s``, the
+      least concave majorant of ``max(R, R')``, built exactly.
+
+    Args:
+      alpha: false-positive rate(s) in ``[0, 1]``; accurate down to ``1e-300``.
+      mu: ``μ = Δ/σ ≥ 0`` (finite). d: query dimension (a positive integer; GLRT).
+        All three broadcast.
+      adversary: ``"npo"`` or ``"glrt"``. variant: one of :data:`VARIANTS`.
+
+    Returns:
+      The true-positive rate in ``[α, 1]``, in the floating dtype of the inputs.
+      Jittable (``adversary``/``variant`` static), vmappable, differentiable in
+      ``alpha`` and ``mu`` with closed-form derivatives.
+
+    Raises:
+      ValueError: concrete out-of-domain inputs or unknown ``adversary``/``variant``
+        (under ``jit``, out-of-domain values give NaN).
+
+    Example:
+      >>> import jax
+      >>> jax.config.update("jax_enable_x64", True)
+      >>> from glrt_jax import roc
+      >>> f"{float(roc.curve(0.05, 1.0)):.6f}"
+      '0.259511'
+      >>> f"{float(roc.curve(0.05, 1.0, 1, adversary='glrt')):.6f}"
+      '0.170075'
+    """
+    return _pick(adversary, variant, 0)(alpha, mu, d)
+
+
+def tradeoff(
+    alpha: ArrayLike,
+    mu: ArrayLike,
+    d: ArrayLike = 1,
+    *,
+    adversary: str = "npo",
+    variant: str = "direct",
+) -> jax.Array:
+    """Trade-off function of f-DP: ``β(α) = 1 − curve(α)``, evaluated directly.
+
+    Accurate when ``β`` is tiny (no cancellation in ``1 − ROC``); arguments and
+    conventions as in :func:`curve`. ``adversary="npo"`` gives Gaussian DP's ``G_μ``.
+
+    Returns:
+      The type-II error ``β ∈ [0, 1 − α]``.
+
+    Example:
+      >>> import jax
+      >>> jax.config.update("jax_enable_x64", True)
+      >>> from glrt_jax import roc
+      >>> f"{float(roc.tradeoff(0.05, 1.0)):.6f}"
+      '0.740489'
+    """
+    return _pick(adversary, variant, 1)(alpha, mu, d)

@@ -21,6 +21,7 @@ To try several devices on a CPU-only machine, start Python with
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -99,6 +100,15 @@ def _pad_to(x: jax.Array, size: int) -> jax.Array:
     return jnp.concatenate([x, tail], axis=0)
 
 
+@functools.lru_cache(maxsize=64)
+def _runner(fn, axes, mesh):
+    """One compiled program per (function, in_axes, mesh): repeated sweeps reuse it."""
+    batch = NamedSharding(mesh, PartitionSpec(AXIS))
+    whole = NamedSharding(mesh, PartitionSpec())
+    in_shardings = tuple(batch if ax == 0 else whole for ax in axes)
+    return jax.jit(jax.vmap(fn, in_axes=axes), in_shardings=in_shardings, out_shardings=batch)
+
+
 def sweep(
     fn: Callable[..., Any],
     *args: Any,
@@ -115,7 +125,8 @@ def sweep(
     Args:
       fn: a function of one point, traceable by ``jit``/``vmap`` (e.g.
         ``lambda s: profile.glrt_epsilon(1e-5, 1.0 / s, 10)``); it may return a
-        pytree of arrays.
+        pytree of arrays. The compiled program is cached per ``(fn, in_axes,
+        devices)``: pass the same function object (not a fresh ``lambda``) to reuse it.
       *args: arguments of ``fn``; those mapped (``in_axes`` 0) carry the batch on
         their leading axis (pytrees allowed; all leaves share the batch size),
         the others (``in_axes`` ``None``) are passed whole to every point.
@@ -138,7 +149,7 @@ def sweep(
       >>> import jax, jax.numpy as jnp
       >>> from glrt_jax import roc, sweep
       >>> points, shape = sweep.cartesian(mu=[0.5, 1.0, 2.0], alpha=[0.01, 0.1])
-      >>> tpr = sweep.sweep(roc.npo, points["alpha"], points["mu"])
+      >>> tpr = sweep.sweep(roc.curve, points["alpha"], points["mu"])
       >>> tpr.reshape(shape).shape
       (3, 2)
     """
@@ -176,8 +187,7 @@ def sweep(
     batch = NamedSharding(mesh, PartitionSpec(AXIS))
     whole = NamedSharding(mesh, PartitionSpec())
 
-    in_shardings = tuple(batch if ax == 0 else whole for ax in axes)
-    run = jax.jit(jax.vmap(fn, in_axes=axes), in_shardings=in_shardings, out_shardings=batch)
+    run = _runner(fn, axes, mesh)
 
     args = [jax.tree_util.tree_map(jnp.asarray, a) for a in args]
     outs = []
