@@ -2,7 +2,7 @@
 
 References: dp_accounting's PLD accountant (run here), closed-form Gaussian-DP profiles
 (NPO without subsampling composes to μ² = Σ N_i/σ_i², by scipy root finding here) and
-the reference numbers of DESIGN.md §3.
+the reference numbers of docs/design.md §3.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ def test_dp_events_and_phases_agree_and_match_design():
     b = accountant.Accountant(d=1).compose(accountant.Phase(6.0, 0.2, steps=100))
     ra, rb = a.epsilon(DELTA), b.epsilon(DELTA)
     assert ra == rb
-    # DESIGN.md §2: NPO ε ≈ 1.312, GLRT (d = 1, per round) ε ≈ 0.143.
+    # docs/design.md §2: NPO ε ≈ 1.312, GLRT (d = 1, per round) ε ≈ 0.143.
     assert ra.npo.lower <= 1.3122 and abs(ra.npo.estimate - 1.312) < 1e-3
     assert abs(ra.glrt.estimate - 0.143) < 1e-3
     # δ at the certified ε is δ to the accuracy of the two queries, and NPO is certified
@@ -91,7 +91,7 @@ def test_heterogeneous_rounds_without_subsampling_match_closed_form():
 
 
 def test_shared_direction_matches_design_and_closed_form():
-    # DESIGN.md §3: σ/Δ = 6, N = 70, δ = 1e-2 → NPO 3.6367, GLRT (d = 1) 2.9437.
+    # docs/design.md §3: σ/Δ = 6, N = 70, δ = 1e-2 → NPO 3.6367, GLRT (d = 1) 2.9437.
     r = accountant.epsilon(1e-2, 6.0, steps=70, threat_model="shared")
     assert f"{r.npo.upper:.4f}" == "3.6367" and f"{r.glrt.upper:.4f}" == "2.9437"
     assert r.npo.lower == r.npo.upper and math.isclose(r.mu, math.sqrt(70) / 6, rel_tol=1e-14)
@@ -115,7 +115,7 @@ def test_report_cli(capsys):
     assert code == 0
     assert "per round" in out
     row = next(line for line in out.splitlines() if line.startswith("| GLRT"))
-    assert abs(float(row.split("|")[2]) - 0.1435) < 1e-3  # as above (DESIGN.md §2)
+    assert abs(float(row.split("|")[2]) - 0.1435) < 1e-3  # as above (docs/design.md §2)
     code = cli.main(
         "report --noise-multiplier 6 --steps 70 --delta 1e-2 --threat-model shared".split()
     )

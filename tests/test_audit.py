@@ -335,7 +335,7 @@ def test_epsilon_lower_bound_below_true_npo(paper_games):
     res, lam = paper_games[1]
     mu = math.sqrt(lam)
     eps_true = npo_epsilon(1e-2, mu)
-    np.testing.assert_allclose(eps_true, 3.6367, atol=1e-4)  # DESIGN.md reference
+    np.testing.assert_allclose(eps_true, 3.6367, atol=1e-4)  # docs/design.md reference
     s0, s1 = res.split("npo")
     roc = audit.empirical_roc(
         s0, s1, quantile_thresholds(s0, s1), confidence=0.95, simultaneous=True
@@ -347,7 +347,7 @@ def test_epsilon_lower_bound_below_true_npo(paper_games):
 def test_epsilon_lower_bound_below_true_glrt(paper_games):
     res, lam = paper_games[1]
     eps_true = glrt_epsilon_grid(1e-2, 1, lam)
-    np.testing.assert_allclose(eps_true, 2.9437, atol=2e-3)  # DESIGN.md reference
+    np.testing.assert_allclose(eps_true, 2.9437, atol=2e-3)  # docs/design.md reference
     s0, s1 = res.split("glrt")
     roc = audit.empirical_roc(
         s0, s1, quantile_thresholds(s0, s1), confidence=0.95, simultaneous=True

@@ -1,6 +1,6 @@
 """Tests of glrt_jax.plotting: the figures draw the right curves and validate their input.
 
-References come from SciPy (a peer library) and from the exact values of DESIGN.md §3
+References come from SciPy (a peer library) and from the exact values of docs/design.md §3
 (mpmath), never from glrt_jax. The curve data are read back from the returned figures.
 Every figure uses the same few array shapes, so the kernels compile once per session.
 """
@@ -77,13 +77,13 @@ def test_roc_figure_legend_epsilons(roc_fig):
         return stats.norm.cdf(-e + 0.5) - np.exp(e) * stats.norm.cdf(-e - 0.5)
 
     assert eps_npo == pytest.approx(brentq(lambda e: npo_delta(e) - 1e-4, 0, 10), abs=6e-3)
-    assert eps_glrt == pytest.approx(3.1114, abs=6e-3)  # DESIGN.md §3 (mpmath)
+    assert eps_glrt == pytest.approx(3.1114, abs=6e-3)  # docs/design.md §3 (mpmath)
 
 
 def test_teaser_uses_corrected_setting():
     fig = plotting.teaser_figure()
     npo, glrt = _legend(fig.axes[0])
-    assert _eps_in(npo) == pytest.approx(0.9501, abs=6e-3)  # DESIGN.md §3
+    assert _eps_in(npo) == pytest.approx(0.9501, abs=6e-3)  # docs/design.md §3
     assert _eps_in(glrt) == pytest.approx(0.3768, abs=6e-3)
     assert "0.3" in fig.axes[0].get_title()
 

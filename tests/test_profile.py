@@ -1,4 +1,4 @@
-"""Privacy profiles: DESIGN.md §3 numbers, mpmath references, exact gradients, bad input."""
+"""Privacy profiles: docs/design.md §3 numbers, mpmath references, exact gradients, bad input."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ REF = pathlib.Path(__file__).parent / "reference" / "profile_refs.json"
 BATCH = 16
 
 
-# (description, adversary, delta, mu, d, exact value from DESIGN.md §3 (mpmath, 50 digits))
+# (description, adversary, delta, mu, d, exact value from docs/design.md §3 (mpmath, 50 digits))
 DESIGN_TABLE = [
     ("teaser NPO", "npo", 1e-4, 0.3, None, "0.9501"),
     ("teaser NPO at 0.5", "npo", 1e-4, 0.5, None, "1.6981"),

@@ -1,7 +1,7 @@
 """Tests of ``glrt-jax reproduce``: every figure and numbers.md, on a tiny setting.
 
-The expected numbers are DESIGN.md §3 (mpmath, 50 digits) and the independent
-subsampling references of DESIGN.md §2, copied here from the design notes, not
+The expected numbers are docs/design.md §3 (mpmath, 50 digits) and the independent
+subsampling references of docs/design.md §2, copied here from the design notes, not
 from the code under test.
 """
 
@@ -14,7 +14,7 @@ import pytest
 
 from glrt_jax._src import reproduce
 
-# DESIGN.md §3: (setting, adversary) -> exact ε, four decimals.
+# docs/design.md §3: (setting, adversary) -> exact ε, four decimals.
 EXACT = {
     ("Δ/σ = 0.3", "NPO"): 0.9501,
     ("Δ/σ = 0.3", "GLRT d = 1"): 0.3768,
@@ -27,7 +27,7 @@ EXACT = {
     ("Δ = 1, σ² = 12.25, N = 50", "GLRT d = 1"): 5.3907,
     ("Δ = 1, σ² = 12.25, N = 50", "NPO"): 6.0839,
 }
-# DESIGN.md §2: Δ = 1, σ = 6, Poisson rate 0.2, 100 rounds, δ = 1e-5.
+# docs/design.md §2: Δ = 1, σ = 6, Poisson rate 0.2, 100 rounds, δ = 1e-5.
 SUBSAMPLING = {"NPO": 1.312, "GLRT d = 1": 0.143}
 PNG = b"\x89PNG\r\n\x1a\n"
 

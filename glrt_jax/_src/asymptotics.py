@@ -1,6 +1,6 @@
 """Central-limit (μ-GDP) approximations of the GLRT ROC curve (Theorem 3).
 
-Setting (DESIGN.md §2, "Asymptotics"): ``N`` releases of a ``d``-dimensional query
+Setting (docs/design.md §2, "Asymptotics"): ``N`` releases of a ``d``-dimensional query
 with sensitivity ``Δ`` and Gaussian noise ``σ``, composed with a shared direction
 (Theorem 2), so the GLRT statistic is ``χ²_d`` under ``H0`` and ``ncx2(d, λ)`` under
 ``H1`` with ``λ = NΔ²/σ²``. Replacing both laws by normals with the same means and

@@ -3,7 +3,7 @@
 Writes one PNG per figure of the paper (see :mod:`glrt_jax._src.plotting` for the
 mapping) and ``DIR/numbers.md``: every (ε, δ) the paper states, next to the value
 computed here and the independently computed exact value (mpmath, 50 digits;
-DESIGN.md §3), with the paper's errata marked; the subsampled composition of the
+docs/design.md §3), with the paper's errata marked; the subsampled composition of the
 paper's subsampling figure against independent reference values; and the empirical
 lower bounds on ε from the membership-inference games next to the theoretical ε.
 
@@ -63,7 +63,7 @@ class PaperNumber:
       mu: ``μ = √(NΔ²/σ²)``. dim: query dimension ``d`` (``None`` for NPO).
       delta: the δ of the statement.
       paper: ε as printed in the paper (two decimals).
-      exact: ε computed independently with mpmath (four decimals, DESIGN.md §3).
+      exact: ε computed independently with mpmath (four decimals, docs/design.md §3).
       note: erratum or remark.
     """
 
@@ -80,7 +80,7 @@ class PaperNumber:
 _MU_SCALAR = math.sqrt(70.0 / 36.0)  # Δ = 1, σ² = 36, N = 70
 _MU_HIGH = math.sqrt(50.0 / 12.25)  # Δ = 1, σ² = 12.25, N = 50
 
-#: Every (ε, δ) stated in the paper, with the exact values of DESIGN.md §3.
+#: Every (ε, δ) stated in the paper, with the exact values of docs/design.md §3.
 PAPER_NUMBERS: tuple[PaperNumber, ...] = (
     PaperNumber("fig:teaser", "Δ/σ = 0.3", 0.3, None, 1e-4, "0.95", "0.9501",
                 "the caption says Δ/σ = 0.5; the numbers belong to 0.3"),
@@ -105,7 +105,7 @@ PAPER_NUMBERS: tuple[PaperNumber, ...] = (
 # Subsampling figure: Δ = 1, σ = 6, Poisson rate 0.2, 100 rounds, per-round threat model.
 _SUBSAMPLING = dict(sensitivity=1.0, sigma=6.0, sampling_rate=0.2, steps=100, dim=1)
 _SUBSAMPLING_DELTA = 1e-5
-# Independent reference values (DESIGN.md §2), three decimals.
+# Independent reference values (docs/design.md §2), three decimals.
 _SUBSAMPLING_REFERENCE = {"npo": "1.312", "glrt": "0.143"}
 
 # The paper's two experiments.

@@ -1,6 +1,6 @@
 """ROC and trade-off curves of the Gaussian mechanism against the NPO and GLRT adversaries.
 
-Notation (DESIGN.md §2): ``α`` is the false-positive rate, ``μ = Δ/σ ≥ 0`` the
+Notation (docs/design.md §2): ``α`` is the false-positive rate, ``μ = Δ/σ ≥ 0`` the
 signal-to-noise ratio, ``λ = μ²`` the non-centrality, ``Q`` the standard normal
 survival function and ``Ψ_λ``/``Φ_λ`` the survival function / CDF of ``ncx2(d, λ)``
 (``λ = 0``: the central ``χ²_d``). ``ℓ(t) = log f_λ(t) − log f_0(t)

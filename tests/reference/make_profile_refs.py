@@ -44,13 +44,13 @@ Outputs are decimal strings with 40 significant digits (parse with ``float`` or
                  to ~50 digits); delta_at_0 = delta_npo(0) = total variation.  Combos with
                  delta_at_0 <= delta (eps = 0) are dropped.
 ``eps_glrt``     {delta, mu, lam, d, eps, branch, delta_at_0}: same for the GLRT profile.
-``paper``        the numbers of DESIGN.md section 3: {name, adversary ("npo"/"glrt"), d
+``paper``        the numbers of docs/design.md section 3: {name, adversary ("npo"/"glrt"), d
                  (null for npo), Delta, sigma2, N, mu, lam, delta, eps, design_value,
                  matches}: mu = sqrt(N) Delta / sigma, lam = N Delta^2 / sigma^2 (composition
                  with a shared direction), Delta, sigma2 and delta taken as exact decimals;
                  ``matches`` says whether eps rounds to design_value at the number of
                  decimals printed there.
-``clt``          Theorem 3 (DESIGN.md section 2, Asymptotics) at Delta = 1, sigma2 = 100,
+``clt``          Theorem 3 (docs/design.md section 2, Asymptotics) at Delta = 1, sigma2 = 100,
                  d = 300: {N, lam, d, alpha, R, R_prime, refined_R, refined_R_prime, gdp,
                  mu_gdp}: exact GLRT R and R' with lam = N Delta^2/sigma^2; refined_R =
                  Q((Q^-1(a) - lam/sqrt(2d)) / sqrt(1 + 2 lam/d)) (normal approximations
@@ -664,7 +664,7 @@ def task_eps_glrt(delta, mu, d, dps):
         }
 
 
-# DESIGN.md section 3: (name, adversary, d, Delta, sigma2, N, delta, printed value)
+# docs/design.md section 3: (name, adversary, d, Delta, sigma2, N, delta, printed value)
 PAPER = [
     ("teaser NPO, Delta/sigma = 0.3", "npo", None, "0.3", "1", 1, 1e-4, "0.9501"),
     (
