@@ -29,10 +29,7 @@ import numpy as np
 
 from glrt_jax._src import composition, profile
 from glrt_jax._src.composition import Bounds
-from glrt_jax._src.validation import check_range
-
-THREAT_MODELS = ("per_round", "shared")
-NEIGHBOURINGS = ("add_remove", "replace_one")
+from glrt_jax._src.validation import NEIGHBOURINGS, THREAT_MODELS, check_choice, check_range
 
 _THREAT_MODEL_TEXT = {
     "per_round": (
@@ -41,18 +38,6 @@ _THREAT_MODEL_TEXT = {
     ),
     "shared": "shared direction (Theorem 2): lambda = sum steps_k / noise_multiplier_k^2",
 }
-
-
-def check_threat_model(threat_model: str) -> None:
-    """Raise ValueError unless ``threat_model`` is one of :data:`THREAT_MODELS`."""
-    if threat_model not in THREAT_MODELS:
-        raise ValueError(f"threat_model must be one of {THREAT_MODELS}; got {threat_model!r}")
-
-
-def check_neighbouring(neighbouring: str) -> None:
-    """Raise ValueError unless ``neighbouring`` is one of :data:`NEIGHBOURINGS`."""
-    if neighbouring not in NEIGHBOURINGS:
-        raise ValueError(f"neighbouring must be one of {NEIGHBOURINGS}; got {neighbouring!r}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -214,8 +199,8 @@ class Accountant:
         tol: float = 1e-3,
     ):
         check_range("d", d, lo=1.0, integer=True)
-        check_threat_model(threat_model)
-        check_neighbouring(neighbouring)
+        check_choice("threat_model", threat_model, THREAT_MODELS)
+        check_choice("neighbouring", neighbouring, NEIGHBOURINGS)
         if threat_model == "shared" and neighbouring != "add_remove":
             raise ValueError(
                 "threat_model='shared' supports neighbouring='add_remove' only; "

@@ -65,9 +65,14 @@ import jax.numpy as jnp
 import numpy as np
 
 from glrt_jax._src import composition, profile, solvers
-from glrt_jax._src.accountant import check_threat_model
 from glrt_jax._src.composition import validate_sizes
-from glrt_jax._src.validation import check_range
+from glrt_jax._src.validation import (
+    ADVERSARIES,
+    NEIGHBOURINGS,
+    THREAT_MODELS,
+    check_choice,
+    check_range,
+)
 
 __all__ = [
     "Calibration",
@@ -78,7 +83,6 @@ __all__ = [
     "noise_multiplier",
 ]
 
-_ADVERSARIES = ("npo", "glrt")
 # Half-width of the default search interval in log σ (or −log q), and how often an eager
 # search moves it before giving up.
 _HALF_WIDTH = 4.0
@@ -194,13 +198,9 @@ def _is_traced(*values):
 def _check_common(steps, d, adversary, threat_model, neighbouring, rtol, max_iter):
     check_range("steps", steps, lo=1.0, integer=True)
     check_range("d", d, lo=1.0, integer=True)
-    if adversary not in _ADVERSARIES:
-        raise ValueError(f"adversary must be one of {_ADVERSARIES}, got {adversary!r}")
-    check_threat_model(threat_model)
-    if neighbouring not in ("add_remove", "replace_one"):
-        raise ValueError(
-            f"neighbouring must be 'add_remove' or 'replace_one', got {neighbouring!r}"
-        )
+    check_choice("adversary", adversary, ADVERSARIES)
+    check_choice("threat_model", threat_model, THREAT_MODELS)
+    check_choice("neighbouring", neighbouring, NEIGHBOURINGS)
     if not (isinstance(rtol, (int, float)) and 1e-14 <= rtol <= 0.1):
         raise ValueError(f"rtol must be a number in [1e-14, 0.1], got {rtol!r}")
     if not (isinstance(max_iter, int) and 1 <= max_iter <= 10_000):
@@ -785,7 +785,7 @@ def calibrate(
     kw = dict(threat_model=threat_model, neighbouring=neighbouring, tol=tol)
     sig = {}
     eps = {}
-    for adv in _ADVERSARIES:
+    for adv in ADVERSARIES:
         s = float(
             noise_multiplier(target_epsilon, delta, steps, sampling_rate, d, adv, rtol=rtol, **kw)
         )

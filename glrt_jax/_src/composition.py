@@ -79,6 +79,7 @@ from jax import lax
 from jax.scipy.special import logsumexp
 
 from glrt_jax._src.pld import Bounds, _check_x64, _directions, _probe_ranges, _segment_tails
+from glrt_jax._src.validation import ADVERSARIES, NEIGHBOURINGS, check_choice
 
 _U = 0.5 * float(np.finfo(np.float64).eps)
 # Planning points per direction (uniform, geometric from each end, geometric around 0).
@@ -703,9 +704,6 @@ def choose_sizes(mu, q, n, target, tol, hint=jnp.nan, tau_scale=1.0, **static):
 # Public entry points
 # ---------------------------------------------------------------------------
 
-_ADVERSARIES = ("npo", "glrt")
-_NEIGHBOURINGS = ("add_remove", "replace_one")
-
 
 def _is_traced(*values) -> bool:
     return any(isinstance(v, jax.core.Tracer) for v in values)
@@ -750,10 +748,8 @@ def _validate_phases(noise_multiplier, sampling_rate, steps):
 
 
 def _validate_options(adversary, d, neighbouring):
-    if adversary not in _ADVERSARIES:
-        raise ValueError(f"adversary must be one of {_ADVERSARIES}; got {adversary!r}")
-    if neighbouring not in _NEIGHBOURINGS:
-        raise ValueError(f"neighbouring must be one of {_NEIGHBOURINGS}; got {neighbouring!r}")
+    check_choice("adversary", adversary, ADVERSARIES)
+    check_choice("neighbouring", neighbouring, NEIGHBOURINGS)
     if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 1:
         raise ValueError(f"d must be an integer >= 1; got {d!r}")
 

@@ -106,7 +106,7 @@ from jax.typing import ArrayLike
 from glrt_jax._src import ncx2
 from glrt_jax._src.llr import threshold
 from glrt_jax._src.shapes import bucket
-from glrt_jax._src.validation import check_range
+from glrt_jax._src.validation import ADVERSARIES, check_choice, check_range
 
 __all__ = [
     "glrt",
@@ -721,7 +721,6 @@ def glrt_symmetrised_tradeoff(alpha: ArrayLike, mu: ArrayLike, d: ArrayLike) -> 
 # Public entry points: the adversary and the variant chosen by parameters
 # ---------------------------------------------------------------------------
 
-ADVERSARIES = ("npo", "glrt")
 VARIANTS = ("direct", "swapped", "symmetrised")
 
 _CURVES = {
@@ -732,10 +731,8 @@ _CURVES = {
 
 
 def _pick(adversary, variant, which):
-    if adversary not in ADVERSARIES:
-        raise ValueError(f"adversary must be one of {ADVERSARIES}; got {adversary!r}")
-    if variant not in VARIANTS:
-        raise ValueError(f"variant must be one of {VARIANTS}; got {variant!r}")
+    check_choice("adversary", adversary, ADVERSARIES)
+    check_choice("variant", variant, VARIANTS)
     if adversary == "npo":  # symmetric: swapping the hypotheses gives the same curve
         return lambda alpha, mu, d: (npo, npo_tradeoff)[which](alpha, mu)
     return _CURVES[adversary, variant][which]

@@ -40,3 +40,14 @@ def check_range(
         raise ValueError(msg)
     if integer and np.any(a != np.round(a)):
         raise ValueError(msg)
+
+
+ADVERSARIES = ("npo", "glrt")
+NEIGHBOURINGS = ("add_remove", "replace_one")
+THREAT_MODELS = ("per_round", "shared")
+
+
+def check_choice(name: str, value, choices: tuple) -> None:
+    """Raise ValueError unless ``value`` is one of ``choices`` (a string option)."""
+    if not isinstance(value, str) or value not in choices:
+        raise ValueError(f"{name} must be one of {choices}; got {value!r}")
