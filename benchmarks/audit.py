@@ -103,8 +103,8 @@ def main():
             kw = dict(
                 sigma=jnp.asarray(sigma, dtype),
                 sensitivity=jnp.asarray(delta, dtype),
-                rounds=rounds,
-                dim=dim,
+                steps=rounds,
+                d=dim,
                 games=games,
                 method=method,
             )
@@ -119,8 +119,8 @@ def main():
                 rng,
                 sigma=sigma,
                 sensitivity=delta,
-                rounds=rounds,
-                dim=dim,
+                steps=rounds,
+                d=dim,
                 games=games,
                 method=method,
                 dtype=dtype,

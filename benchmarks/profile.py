@@ -66,10 +66,10 @@ def main(argv=None):
 
     # --- one point -----------------------------------------------------------------
     single = [
-        ("NPO δ(ε), one point", lambda: profile.npo_delta(1.0, 0.5)),
-        ("NPO ε(δ), one point", lambda: profile.npo_epsilon(1e-5, 0.5)),
-        ("GLRT δ(ε), one point, d = 10", lambda: profile.glrt_delta(1.0, 0.5, 10)),
-        ("GLRT ε(δ), one point, d = 10", lambda: profile.glrt_epsilon(1e-5, 0.5, 10)),
+        ("NPO δ(ε), one point", lambda: profile.delta(1.0, 0.5)),
+        ("NPO ε(δ), one point", lambda: profile.epsilon(1e-5, 0.5)),
+        ("GLRT δ(ε), one point, d = 10", lambda: profile.delta(1.0, 0.5, 10, adversary="glrt")),
+        ("GLRT ε(δ), one point, d = 10", lambda: profile.epsilon(1e-5, 0.5, 10, adversary="glrt")),
     ]
     for name, fn in single:
         compile_rows.append((name, _first(fn)))
@@ -82,8 +82,11 @@ def main(argv=None):
     mu = rng.uniform(0.1, 3.0, n)
     d = rng.choice([1, 2, 5, 10, 50, 300, 1000], n).astype(float)
     many = [
-        (f"GLRT δ(ε), {n:.0e} (ε, μ, d) points", lambda: profile.glrt_log_delta(eps, mu, d)),
-        (f"NPO δ(ε), {n:.0e} (ε, μ) points", lambda: profile.npo_log_delta(eps, mu)),
+        (
+            f"GLRT δ(ε), {n:.0e} (ε, μ, d) points",
+            lambda: profile.log_delta(eps, mu, d, adversary="glrt"),
+        ),
+        (f"NPO δ(ε), {n:.0e} (ε, μ) points", lambda: profile.log_delta(eps, mu)),
     ]
     for name, fn in many:
         compile_rows.append((name, _first(fn)))
@@ -94,8 +97,8 @@ def main(argv=None):
     k = args.n_peer
     mus = rng.uniform(0.2, 3.0, k)
     deltas = 10.0 ** rng.uniform(-12, -2, k)
-    ours_one = lambda: profile.npo_epsilon(deltas[0], mus[0])  # noqa: E731
-    ours_all = lambda: profile.npo_epsilon(deltas, mus)  # noqa: E731
+    ours_one = lambda: profile.epsilon(deltas[0], mus[0])  # noqa: E731
+    ours_all = lambda: profile.epsilon(deltas, mus)  # noqa: E731
     compile_rows.append((f"NPO ε(δ), {k} points", _first(ours_all)))
     t_one, _ = _best(ours_one, max(args.repeat, 20))
     t_all, e_ours = _best(ours_all, args.repeat)

@@ -81,10 +81,10 @@ def main():
     ap.add_argument("--n", type=int, default=2000)
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument(
-        "--eps-tol",
+        "--tol",
         type=float,
-        default=0.05,
-        help="accuracy of the numeric accountant (certified either way)",
+        default=1e-3,
+        help="relative accuracy of the certified epsilon (default 1e-3)",
     )
     args = ap.parse_args()
     d = FEATURES + 1  # the noisy query is the summed gradient in R^d
@@ -99,7 +99,7 @@ def main():
                 args.sampling_rate,
                 d=d,
                 adversary=adv,
-                eps_tol=args.eps_tol,
+                tol=args.tol,
             )
         )
         for adv in ("npo", "glrt")

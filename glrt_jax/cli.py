@@ -66,8 +66,11 @@ def _cmd_report(args) -> int:
                 file=sys.stderr,
             )
         else:
-            from glrt_jax import plotting
-
+            try:
+                from glrt_jax import plotting
+            except ImportError as exc:
+                print(f"glrt-jax report: {exc}", file=sys.stderr)
+                return 2
             plotting.roc_figure(rep.mu, args.d, path=args.plot)
             print(f"\nROC curves written to {args.plot}")
     return 0

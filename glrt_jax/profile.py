@@ -1,19 +1,9 @@
-"""Privacy profiles δ(ε) and ε(δ) of the NPO and GLRT adversaries (exact derivatives)."""
+"""Privacy profiles δ(ε) and ε(δ) of the NPO and GLRT adversaries (exact derivatives).
 
-from glrt_jax._src.profile import (
-    glrt_delta,
-    glrt_epsilon,
-    glrt_log_delta,
-    npo_delta,
-    npo_epsilon,
-    npo_log_delta,
-)
+``delta(epsilon, mu, d, adversary=...)``, ``log_delta`` and ``epsilon(delta, mu, d,
+adversary=...)`` for the Gaussian mechanism with μ = Δ/σ; see :mod:`glrt_jax._src.profile`.
+"""
 
-__all__ = [
-    "glrt_delta",
-    "glrt_epsilon",
-    "glrt_log_delta",
-    "npo_delta",
-    "npo_epsilon",
-    "npo_log_delta",
-]
+from glrt_jax._src.profile import delta, epsilon, log_delta
+
+__all__ = ["delta", "epsilon", "log_delta"]

@@ -106,8 +106,8 @@ def paper_games():
             jax.random.key(100 + i),
             sigma=math.sqrt(var),
             sensitivity=delta_,
-            dim=d,
-            rounds=n,
+            d=d,
+            steps=n,
             games=GAMES,
         )
         out[d] = (res, n * delta_**2 / var)
@@ -192,7 +192,7 @@ HETERO_DELTA = 3 * np.array([0.1, 0.5, 0.05, 1.0, 0.0, 0.3, 0.2, 0.25, 0.6, 0.15
 
 def test_direct_and_sufficient_agree_in_distribution():
     """Two-sample KS tests between the two samplers, for both statistics and classes."""
-    kw = dict(sigma=HETERO_SIGMA, sensitivity=HETERO_DELTA, dim=3, games=20_000)
+    kw = dict(sigma=HETERO_SIGMA, sensitivity=HETERO_DELTA, d=3, games=20_000)
     direct = audit.run_game(jax.random.key(1), method="direct", **kw)
     suff = audit.run_game(jax.random.key(2), method="sufficient", **kw)
     np.testing.assert_allclose(float(direct.noncentrality), float(suff.noncentrality))
@@ -215,7 +215,7 @@ def test_theorem2_heterogeneous_noncentrality():
         jax.random.key(3),
         sigma=HETERO_SIGMA,
         sensitivity=HETERO_DELTA,
-        dim=d,
+        d=d,
         games=20_000,
         method="direct",
         direction=jnp.array([0.3, -1.0, 2.0, 0.5]),
@@ -234,7 +234,7 @@ def test_theorem2_heterogeneous_noncentrality():
 
 
 # Small direct-sampler configuration shared by several tests (one compilation).
-SMALL_DIRECT = dict(dim=3, rounds=4, games=101, method="direct")
+SMALL_DIRECT = dict(d=3, steps=4, games=101, method="direct")
 
 
 def test_homogeneous_arrays_equal_scalars():
@@ -258,7 +258,7 @@ def test_chunking_does_not_change_results():
     np.testing.assert_allclose(ref.npo, chunked.npo, rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(ref.glrt, chunked.glrt, rtol=1e-12)
 
-    kw = dict(sigma=HETERO_SIGMA, sensitivity=HETERO_DELTA, dim=3, games=20_000)
+    kw = dict(sigma=HETERO_SIGMA, sensitivity=HETERO_DELTA, d=3, games=20_000)
     ref = audit.run_game(jax.random.key(2), **kw)
     chunked = audit.run_game(jax.random.key(2), chunk_size=4096, **kw)
     np.testing.assert_array_equal(ref.member, chunked.member)
@@ -268,7 +268,7 @@ def test_chunking_does_not_change_results():
 
 def test_balanced_and_zero_signal():
     res = audit.run_game(
-        jax.random.key(6), sigma=1.0, sensitivity=0.0, dim=2, games=4000, balanced=True
+        jax.random.key(6), sigma=1.0, sensitivity=0.0, d=2, games=4000, balanced=True
     )
     s0, s1 = res.split("glrt")
     assert s0.shape == s1.shape == (2000,)
@@ -303,7 +303,7 @@ def test_jit_and_vmap_and_traced_bad_input():
 
 def test_float32_without_x64():
     with jax.enable_x64(False):
-        res = audit.run_game(jax.random.key(8), sigma=1.0, sensitivity=1.0, dim=2, games=1000)
+        res = audit.run_game(jax.random.key(8), sigma=1.0, sensitivity=1.0, d=2, games=1000)
         assert res.npo.dtype == jnp.float32
         roc = audit.empirical_roc(*res.split("npo"), jnp.linspace(-1.0, 2.0, 4))
         assert roc.fpr_upper.dtype == jnp.float32
@@ -395,11 +395,11 @@ def test_swap_and_directions():
         (dict(sigma=np.array([1.0, np.inf])), "sigma"),
         (dict(sensitivity=-0.1), "sensitivity"),
         (dict(sensitivity=float("nan")), "sensitivity"),
-        (dict(dim=0), "dim"),
-        (dict(dim=2.0), "dim"),
-        (dict(dim=True), "dim"),
-        (dict(rounds=0), "rounds"),
-        (dict(rounds=3, sigma=np.ones(2)), "rounds"),
+        (dict(d=0), "^d must"),
+        (dict(d=2.0), "^d must"),
+        (dict(d=True), "^d must"),
+        (dict(steps=0), "^steps must"),
+        (dict(steps=3, sigma=np.ones(2)), "^steps must"),
         (dict(sigma=np.ones(2), sensitivity=np.ones(3)), "sigma and sensitivity"),
         (dict(sigma=np.ones((2, 2))), "sigma"),
         (dict(games=0), "games"),

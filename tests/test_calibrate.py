@@ -26,8 +26,8 @@ Q, N, DELTA = 0.01, 1000, 1e-5
 def _closed_epsilon(adversary, sigma, delta, steps, d):
     mu = math.sqrt(steps) / sigma
     if adversary == "npo":
-        return float(profile.npo_epsilon(delta, mu))
-    return float(profile.glrt_epsilon(delta, mu, d))
+        return float(profile.epsilon(delta, mu))
+    return float(profile.epsilon(delta, mu, d, adversary="glrt"))
 
 
 def _kw(case):
@@ -62,9 +62,9 @@ def test_for_delta_matches_mpmath(case):
     assert abs(s - ref) <= 1e-9 * ref
     mu = math.sqrt(case["steps"]) / s
     if case["adversary"] == "npo":
-        dl = float(profile.npo_delta(case["eps"], mu))
+        dl = float(profile.delta(case["eps"], mu))
     else:
-        dl = float(profile.glrt_delta(case["eps"], mu, case["d"]))
+        dl = float(profile.delta(case["eps"], mu, case["d"], adversary="glrt"))
     assert case["delta"] * (1 - 1e-8) <= dl <= case["delta"]
 
 
@@ -96,7 +96,7 @@ def test_jit_vmap_batch_and_failures():
     assert np.isnan(sig[-1])
     sig, t = sig[:-1], np.asarray(targets[:-1])
     assert np.all(np.diff(sig) < 0)  # σ decreasing in the target
-    eps = np.asarray(profile.npo_epsilon(1e-5, jnp.sqrt(100.0) / sig))
+    eps = np.asarray(profile.epsilon(1e-5, jnp.sqrt(100.0) / sig))
     assert np.all((eps <= t) & (eps >= t * (1 - 1e-9)))
     eager = float(calibrate.noise_multiplier(float(t[5]), 1e-5, steps=100))
     assert abs(sig[5] - eager) <= 1e-9 * eager  # both inside the gap band

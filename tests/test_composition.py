@@ -206,7 +206,8 @@ def test_jit_vmap_and_gradients():
         (dict(delta=1.0), "delta"),
         (dict(delta=float("nan")), "delta"),
         (dict(adversary="x"), "adversary"),
-        (dict(d=0), "d"),
+        (dict(neighbouring="x"), "neighbouring"),
+        (dict(d=0), "^d must"),
         (dict(tol=0.0), "tol"),
         (dict(points=1000), "points"),
         (dict(nodes=1000), "nodes"),
@@ -220,5 +221,31 @@ def test_bad_input_names_the_argument(kwargs, name):
 
 
 def test_invalid_values_under_jit_give_nan():
-    f = jax.jit(lambda s: accountant.schedule_epsilon(s, 0.01, 100, 1e-5, **SZ))
-    assert all(np.isnan(float(v)) for v in f(-1.0))
+    f = jax.jit(lambda s, q: accountant.schedule_epsilon(s, q, 100, 1e-5, **SZ))
+    assert all(np.isnan(float(v)) for v in f(-1.0, 0.01))
+    assert all(np.isnan(float(v)) for v in f(1.0, 1.5))
+
+
+def test_heterogeneous_subsampled_phases_contain_dp_accounting():
+    # Two subsampled phases (σ/Δ = 1 at q = 0.01 for 300 steps, 4/3 at q = 0.05 for 200):
+    # dp_accounting's pessimistic ε at 1e-5 is an upper bound on the truth, so our lower
+    # bound lies below it; our upper bound is within tol of it.
+    b = accountant.schedule_epsilon([1.0, 2.0 / 1.5], [0.01, 0.05], [300, 200], 1e-5)
+    acc = pld_privacy_accountant.PLDAccountant(value_discretization_interval=1e-5)
+    for s, q, n in ((1.0, 0.01, 300), (2.0 / 1.5, 0.05, 200)):
+        acc.compose(
+            dp_accounting.SelfComposedDpEvent(
+                dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(s)), n
+            )
+        )
+    ref = acc.get_epsilon(1e-5)
+    assert float(b.lower) <= ref and abs(float(b.upper) / ref - 1.0) <= 1e-3
+
+
+def test_glrt_decreasing_in_sigma():
+    def up(s):
+        return float(
+            accountant.schedule_epsilon(s, 0.2, 100, 1e-5, adversary="glrt", d=3, **SZ).upper
+        )
+
+    assert up(8.0) < up(6.0) < up(4.0)

@@ -89,11 +89,11 @@ def test_teaser_uses_corrected_setting():
 
 
 def test_dimension_figures():
-    fig = plotting.dimension_roc_figure(dims=(1, 30))
+    fig = plotting.dimension_roc_figure(d=(1, 30))
     texts = _legend(fig.axes[0])
     assert _eps_in(texts[1]) == pytest.approx(3.1114, abs=6e-3)
     assert _eps_in(texts[2]) == pytest.approx(0.4612, abs=6e-3)
-    fig = plotting.epsilon_dimension_figure(dims=(1, 2, 30))
+    fig = plotting.epsilon_dimension_figure(d=(1, 2, 30))
     d, eps = fig.axes[0].lines[0].get_xdata(), fig.axes[0].lines[0].get_ydata()
     np.testing.assert_array_equal(d, [1, 2, 30])
     assert eps[0] > eps[1] > eps[2] >= 0.0
@@ -115,20 +115,20 @@ def test_clt_figure_exact_curves_near_gdp_limit():
     "call, name",
     [
         (lambda: plotting.roc_figure(-1.0, 1), "mu"),
-        (lambda: plotting.roc_figure(1.0, 0), "dim"),
-        (lambda: plotting.roc_figure(1.0, 1.5), "dim"),
+        (lambda: plotting.roc_figure(1.0, 0), "^d must"),
+        (lambda: plotting.roc_figure(1.0, 1.5), "^d must"),
         (lambda: plotting.roc_figure(1.0, 1, delta=1.5), "delta"),
         (lambda: plotting.roc_figure(1.0, 1, alpha_min=0.0), "alpha_min"),
-        (lambda: plotting.dimension_roc_figure(dims=()), "dims"),
-        (lambda: plotting.epsilon_dimension_figure(dims=(1, 0)), "dims"),
+        (lambda: plotting.dimension_roc_figure(d=()), "^d must"),
+        (lambda: plotting.epsilon_dimension_figure(d=(1, 0)), "^d must"),
         (lambda: plotting.clt_figure(sigma=0.0), "sigma"),
         (lambda: plotting.clt_figure(steps=2.5), "steps"),
         (lambda: plotting.privacy_profile_figure(mu=0.0), "mu"),
         (lambda: plotting.subsampling_figure(sampling_rate=1.5), "sampling_rate"),
         (lambda: plotting.run_experiment(jax.random.key(0), sensitivity=1.0, sigma=-1.0,
-                                         rounds=2), "sigma"),
+                                         steps=2), "sigma"),
         (lambda: plotting.run_experiment(jax.random.key(0), sensitivity=1.0, sigma=1.0,
-                                         rounds=2, games=1), "games"),
+                                         steps=2, games=1), "games"),
         (lambda: plotting.empirical_roc_figure(None), "experiment"),
     ],
 )  # fmt: skip

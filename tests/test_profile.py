@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import pathlib
@@ -38,11 +39,12 @@ DESIGN_TABLE = [
 def test_design_table_reproduced():
     npo = [row for row in DESIGN_TABLE if row[1] == "npo"]
     glrt = [row for row in DESIGN_TABLE if row[1] == "glrt"]
-    got_npo = profile.npo_epsilon(np.array([r[2] for r in npo]), np.array([r[3] for r in npo]))
-    got_glrt = profile.glrt_epsilon(
+    got_npo = profile.epsilon(np.array([r[2] for r in npo]), np.array([r[3] for r in npo]))
+    got_glrt = profile.epsilon(
         np.array([r[2] for r in glrt]),
         np.array([r[3] for r in glrt]),
         np.array([r[4] for r in glrt]),
+        adversary="glrt",
     )
     for rows, got in ((npo, got_npo), (glrt, got_glrt)):
         for (name, *_, exact), g in zip(rows, np.asarray(got), strict=True):
@@ -58,7 +60,7 @@ def test_npo_delta_against_mpmath_deep_tail():
     mp.mp.dps = 40
     eps = np.array([0.1, 1.0, 5.0, 30.0, 60.0])
     for mu in (0.5, 1.0, 3.0):
-        got = np.asarray(profile.npo_log_delta(eps, mu))
+        got = np.asarray(profile.log_delta(eps, mu))
         for e, g in zip(eps, got, strict=True):
             ref = mp.log(_mp_npo_delta(e, mu))
             assert abs(g - float(ref)) <= 1e-10 * max(1.0, abs(float(ref))), (e, mu, g, ref)
@@ -66,21 +68,21 @@ def test_npo_delta_against_mpmath_deep_tail():
 
 def test_npo_epsilon_inverts_delta():
     deltas = np.array([0.1, 1e-5, 1e-30, 1e-300])
-    eps = profile.npo_epsilon(deltas, 1.5)
-    np.testing.assert_allclose(np.exp(profile.npo_log_delta(eps, 1.5)), deltas, rtol=1e-10)
+    eps = profile.epsilon(deltas, 1.5)
+    np.testing.assert_allclose(np.exp(profile.log_delta(eps, 1.5)), deltas, rtol=1e-10)
 
 
 def test_glrt_epsilon_inverts_delta_and_is_below_npo():
     deltas = np.tile([0.1, 1e-5, 1e-30, 1e-300], 3)
     d = np.repeat([1, 10, 300], 4)
-    eps = np.asarray(profile.glrt_epsilon(deltas, 2.0, d))
-    back = np.exp(np.asarray(profile.glrt_log_delta(eps, 2.0, d)))
+    eps = np.asarray(profile.epsilon(deltas, 2.0, d, adversary="glrt"))
+    back = np.exp(np.asarray(profile.log_delta(eps, 2.0, d, adversary="glrt")))
     pos = eps > 0
     np.testing.assert_allclose(back[pos], deltas[pos], rtol=1e-9)
     # ε = 0 exactly where δ(0) (the total variation) is already below the target.
-    tv = np.asarray(profile.glrt_delta(np.zeros(12), 2.0, d))
+    tv = np.asarray(profile.delta(np.zeros(12), 2.0, d, adversary="glrt"))
     np.testing.assert_array_equal(~pos, tv <= deltas)
-    assert np.all(eps <= np.asarray(profile.npo_epsilon(deltas, 2.0)))
+    assert np.all(eps <= np.asarray(profile.epsilon(deltas, 2.0)))
 
 
 def _load_refs():
@@ -95,7 +97,7 @@ def test_npo_delta_against_mpmath_reference_grid():
     eps = jnp.asarray([r["eps"] for r in recs])
     mu = jnp.asarray([r["mu"] for r in recs])
     ref = np.asarray([float(mp.log(mp.mpf(r["delta"]))) for r in recs])
-    got = np.asarray(profile.npo_log_delta(eps, mu))
+    got = np.asarray(profile.log_delta(eps, mu))
     assert np.max(np.abs(got - ref)) <= 1e-10
 
 
@@ -113,7 +115,9 @@ def test_glrt_delta_against_mpmath_reference_grid():
     ref = np.asarray([float(mp.mpf(r["log_delta"])) for r in recs])
     got = np.concatenate(
         [
-            profile.glrt_log_delta(eps[k : k + BATCH], mu[k : k + BATCH], d[k : k + BATCH])
+            profile.log_delta(
+                eps[k : k + BATCH], mu[k : k + BATCH], d[k : k + BATCH], adversary="glrt"
+            )
             for k in range(0, len(recs), BATCH)
         ]
     )
@@ -139,10 +143,10 @@ def test_epsilon_against_mpmath_reference_grid(kind):
         delta = jnp.asarray([r["delta"] for r in chunk])
         mu = jnp.asarray([r["mu"] for r in chunk])
         if kind == "eps_npo":
-            got = np.asarray(profile.npo_epsilon(delta, mu))
+            got = np.asarray(profile.epsilon(delta, mu))
         else:
             d = jnp.asarray([float(r["d"]) for r in chunk])
-            got = np.asarray(profile.glrt_epsilon(delta, mu, d))
+            got = np.asarray(profile.epsilon(delta, mu, d, adversary="glrt"))
         ref = np.asarray([float(mp.mpf(r["eps"])) for r in chunk])
         rel = np.abs(got - ref) / ref
         i = int(np.argmax(rel))
@@ -159,7 +163,7 @@ def test_epsilon_against_mpmath_reference_grid(kind):
 def test_exact_gradients_match_closed_forms_and_finite_differences():
     # NPO: dδ/dε = −e^ε Φ(−ε/μ − μ/2) and dδ/dμ = φ(−ε/μ + μ/2) (closed forms).
     eps, mu = 1.3, 0.8
-    g_eps, g_mu = jax.grad(profile.npo_delta, argnums=(0, 1))(eps, mu)
+    g_eps, g_mu = jax.grad(profile.delta, argnums=(0, 1))(eps, mu)
     assert math.isclose(
         float(g_eps), -math.exp(eps) * float(mp.ncdf(-eps / mu - mu / 2)), rel_tol=1e-12
     )
@@ -172,33 +176,50 @@ def test_exact_gradients_match_closed_forms_and_finite_differences():
     def total(fn):
         return lambda a, b: jnp.sum(fn(a, b, d))
 
-    g_e, g_m = jax.grad(total(profile.glrt_delta), argnums=(0, 1))(e0, m0)
+    g_e, g_m = jax.grad(total(functools.partial(profile.delta, adversary="glrt")), argnums=(0, 1))(
+        e0, m0
+    )
     h = 1e-5
-    fd_e = (profile.glrt_delta(e0 + h, m0, d) - profile.glrt_delta(e0 - h, m0, d)) / (2 * h)
-    fd_m = (profile.glrt_delta(e0, m0 + h, d) - profile.glrt_delta(e0, m0 - h, d)) / (2 * h)
+    fd_e = (
+        profile.delta(e0 + h, m0, d, adversary="glrt")
+        - profile.delta(e0 - h, m0, d, adversary="glrt")
+    ) / (2 * h)
+    fd_m = (
+        profile.delta(e0, m0 + h, d, adversary="glrt")
+        - profile.delta(e0, m0 - h, d, adversary="glrt")
+    ) / (2 * h)
     np.testing.assert_allclose(g_e, fd_e, rtol=1e-6)
     np.testing.assert_allclose(g_m, fd_m, rtol=1e-6)
     # ε(δ): implicit derivatives.
     dl = np.array([1e-3, 1e-3, 1e-8, 1e-2, 1e-5])
-    ge_d, ge_m = jax.grad(total(profile.glrt_epsilon), argnums=(0, 1))(dl, m0)
-    fd = (profile.glrt_epsilon(dl, m0 + h, d) - profile.glrt_epsilon(dl, m0 - h, d)) / (2 * h)
+    ge_d, ge_m = jax.grad(
+        total(functools.partial(profile.epsilon, adversary="glrt")), argnums=(0, 1)
+    )(dl, m0)
+    fd = (
+        profile.epsilon(dl, m0 + h, d, adversary="glrt")
+        - profile.epsilon(dl, m0 - h, d, adversary="glrt")
+    ) / (2 * h)
     np.testing.assert_allclose(ge_m, fd, rtol=1e-6)
     # dε/dδ = 1 / (dδ/dε) at the solution (closed form −e^ε Ψ_0(c) through the custom JVP).
-    e = profile.glrt_epsilon(dl, m0, d)
-    slope, _ = jax.grad(total(profile.glrt_delta), argnums=(0, 1))(e, m0)
+    e = profile.epsilon(dl, m0, d, adversary="glrt")
+    slope, _ = jax.grad(total(functools.partial(profile.delta, adversary="glrt")), argnums=(0, 1))(
+        e, m0
+    )
     np.testing.assert_allclose(ge_d, 1.0 / slope, rtol=1e-8)
 
 
 @pytest.mark.parametrize(
     "call,name",
     [
-        (lambda: profile.npo_epsilon(0.0, 1.0), "delta"),
-        (lambda: profile.npo_epsilon(1.0, 1.0), "delta"),
-        (lambda: profile.glrt_epsilon(float("nan"), 1.0, 1), "delta"),
-        (lambda: profile.npo_delta(-0.1, 1.0), "eps"),
-        (lambda: profile.glrt_delta(1.0, -1.0, 1), "mu"),
-        (lambda: profile.glrt_delta(1.0, 1.0, 0), "d"),
-        (lambda: profile.glrt_delta(1.0, 1.0, 2.5), "d"),
+        (lambda: profile.epsilon(0.0, 1.0), "delta"),
+        (lambda: profile.epsilon(1.0, 1.0), "delta"),
+        (lambda: profile.epsilon(float("nan"), 1.0, 1, adversary="glrt"), "delta"),
+        (lambda: profile.delta(-0.1, 1.0), "epsilon"),
+        (lambda: profile.delta(1.0, -1.0, 1, adversary="glrt"), "mu"),
+        (lambda: profile.delta(1.0, 1.0, 0, adversary="glrt"), "d"),
+        (lambda: profile.delta(1.0, 1.0, 2.5, adversary="glrt"), "d"),
+        (lambda: profile.delta(1.0, 1.0, 0), "d"),
+        (lambda: profile.epsilon(1e-5, 1.0, adversary="x"), "adversary"),
     ],
 )
 def test_bad_input_names_the_parameter(call, name):

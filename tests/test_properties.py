@@ -122,8 +122,8 @@ def test_d1_closed_form_equals_general_formula(mu, seed):
 @given(mu=small_mus, d=dims, eps=st.lists(st.floats(0.0, 30.0), min_size=N_PROF, max_size=N_PROF))
 def test_delta_decreases_in_epsilon_and_glrt_below_npo(mu, d, eps):
     eps = np.sort(np.asarray(eps))
-    g = np.asarray(profile.glrt_log_delta(eps, mu, d))
-    n = np.asarray(profile.npo_log_delta(eps, mu))
+    g = np.asarray(profile.log_delta(eps, mu, d, adversary="glrt"))
+    n = np.asarray(profile.log_delta(eps, mu))
     assert np.all(np.diff(g) <= 1e-13 * np.abs(g[1:]))
     assert np.all(np.diff(n) <= 1e-13 * np.abs(n[1:]))
     assert np.all(g <= n + 1e-12)
@@ -140,8 +140,8 @@ def test_epsilon_monotone_in_sigma_steps_and_dim(delta, sens, d, steps):
         [np.sqrt(steps) * sens / sigmas, np.sqrt(ns) * sens, np.full(8, sens * np.sqrt(steps))]
     )
     dim = np.concatenate([np.full(8, d), ds])
-    e_g = np.asarray(profile.glrt_epsilon(delta, mu, dim))
-    e_n = np.asarray(profile.npo_epsilon(delta, mu))
+    e_g = np.asarray(profile.epsilon(delta, mu, dim, adversary="glrt"))
+    e_n = np.asarray(profile.epsilon(delta, mu))
     tol = 1e-12
     assert np.all(e_g <= e_n * (1 + tol) + tol)  # GLRT ε ≤ NPO ε
     s, n, dd = e_g[:4], e_g[4:8], e_g[8:]

@@ -41,7 +41,7 @@ TWO_DEVICES = textwrap.dedent(
 
     # Many games: one batch of games per key, the same as playing them one by one.
     keys = jax.random.split(jax.random.key(0), 3)
-    play = lambda k: audit.run_game(k, sigma=6.0, sensitivity=1.0, rounds=70, games=500).glrt
+    play = lambda k: audit.run_game(k, sigma=6.0, sensitivity=1.0, steps=70, games=500).glrt
     got = np.asarray(sweep.sweep(play, keys))
     want = np.stack([np.asarray(play(k)) for k in keys])
     np.testing.assert_allclose(got, want, rtol=1e-12)

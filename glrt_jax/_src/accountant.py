@@ -268,9 +268,12 @@ class Accountant:
         if self.threat_model == "shared":
             m = math.sqrt(float(np.sum(n / sig**2)))
             if quantity == "epsilon":
-                vals = profile.npo_epsilon(value, m), profile.glrt_epsilon(value, m, self.d)
+                vals = (
+                    profile.epsilon(value, m),
+                    profile.epsilon(value, m, self.d, adversary="glrt"),
+                )
             else:
-                vals = profile.npo_delta(value, m), profile.glrt_delta(value, m, self.d)
+                vals = profile.delta(value, m), profile.delta(value, m, self.d, adversary="glrt")
             npo, glrt = (Bounds(*([float(v)] * 3)) for v in vals)
             return self._report(quantity, value, npo, glrt, m)
         fn = composition.schedule_epsilon if quantity == "epsilon" else composition.schedule_delta

@@ -20,7 +20,7 @@ Accountants (which ``ε(σ)``):
 * ``threat_model="per_round"`` (default): independent rounds, each seen on its own
   (DP-SGD). NPO is classical Gaussian DP; GLRT is the per-round adversary that sees
   ``‖y_i‖²``. Without subsampling the NPO case has the closed form ``μ = √N/σ``
-  (:func:`glrt_jax.profile.npo_epsilon`); everything else uses the certified upper
+  (:func:`glrt_jax.profile.epsilon`); everything else uses the certified upper
   bound of the composition engine (:func:`glrt_jax.accountant.schedule_epsilon`), whose
   cost does not depend on N: one compiled program serves every N.
 * ``threat_model="shared"``: the ``N`` releases share one unknown direction (paper,
@@ -61,6 +61,7 @@ import math
 from typing import NamedTuple
 
 import jax
+import jax.extend
 import jax.numpy as jnp
 import numpy as np
 
@@ -72,6 +73,7 @@ from glrt_jax._src.validation import (
     THREAT_MODELS,
     check_choice,
     check_range,
+    check_x64,
 )
 
 __all__ = [
@@ -181,14 +183,6 @@ def _solve(problem, theta, lower, upper, u0):
 # ---------------------------------------------------------------------------
 # Validation, initial guesses and the eager driver
 # ---------------------------------------------------------------------------
-
-
-def _check_x64():
-    if jnp.asarray(1.0).dtype != jnp.float64:
-        raise ValueError(
-            "glrt_jax.calibrate needs 64-bit floats for its guarantees: enable them with "
-            'jax.config.update("jax_enable_x64", True) or run inside jax.enable_x64().'
-        )
 
 
 def _is_traced(*values):
@@ -369,7 +363,7 @@ def _sigma(
     nodes,
     max_iter,
 ):
-    _check_x64()
+    check_x64("glrt_jax.calibrate")
     check_range("sampling_rate", sampling_rate, lo=0.0, hi=1.0, lo_open=True)
     _check_common(steps, d, adversary, threat_model, neighbouring, rtol or 1e-9, max_iter)
     validate_sizes(tol, points, nodes)
@@ -461,7 +455,7 @@ def noise_multiplier(
       >>> jax.config.update("jax_enable_x64", True)
       >>> from glrt_jax import calibrate, profile
       >>> s = calibrate.noise_multiplier(1.0, 1e-5, steps=10)
-      >>> e = float(profile.npo_epsilon(1e-5, 10**0.5 / s))
+      >>> e = float(profile.epsilon(1e-5, 10**0.5 / s))
       >>> 1.0 - 1e-9 <= e <= 1.0
       True
     """
@@ -523,7 +517,7 @@ def for_delta(
       >>> jax.config.update("jax_enable_x64", True)
       >>> from glrt_jax import calibrate, profile
       >>> s = calibrate.for_delta(1e-5, 1.0, steps=10)
-      >>> d = float(profile.npo_delta(1.0, 10**0.5 / s))
+      >>> d = float(profile.delta(1.0, 10**0.5 / s))
       >>> 1e-5 * (1 - 1e-8) <= d <= 1e-5
       True
     """
@@ -587,7 +581,7 @@ def max_sampling_rate(
       >>> 0.0 < float(q) < 1.0
       True
     """
-    _check_x64()
+    check_x64("glrt_jax.calibrate")
     check_range("target_epsilon", target_epsilon, lo=0.0, lo_open=True)
     check_range("delta", delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
     check_range("noise_multiplier", noise_multiplier, lo=0.0, lo_open=True)
@@ -626,8 +620,8 @@ def _epsilon_of_steps(
     ):
         mu = math.sqrt(n) / sigma
         if adversary == "npo":
-            return float(profile.npo_epsilon(delta, mu))
-        return float(profile.glrt_epsilon(delta, mu, d))
+            return float(profile.epsilon(delta, mu))
+        return float(profile.epsilon(delta, mu, d, adversary="glrt"))
     bounds = composition.schedule_epsilon(
         sigma, q, n, delta, d=d, adversary=adversary, neighbouring=neighbouring, tol=tol
     )
@@ -671,7 +665,7 @@ def max_steps(
       >>> calibrate.max_steps(1.0, 1e-5, noise_multiplier=20.0)
       28
     """
-    _check_x64()
+    check_x64("glrt_jax.calibrate")
     check_range("target_epsilon", target_epsilon, lo=0.0, lo_open=True)
     check_range("delta", delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
     check_range("noise_multiplier", noise_multiplier, lo=0.0, lo_open=True)

@@ -5,7 +5,7 @@ What is composed
 A *phase* is ``n`` identical rounds of the Poisson-subsampled Gaussian mechanism with
 noise multiplier σ (μ = 1/σ) and sampling rate q. For K phases the composed privacy
 loss is ``S = Σ_k Σ_{i ≤ n_k} L_{k,i}`` and, per direction of the neighbouring relation
-(the dominating pairs of :mod:`glrt_jax._src.pld`),
+(the dominating pairs of :mod:`glrt_jax._src.losses`),
 
     δ(ε) = E_P[g_ε(S)],   g_ε(s) = (1 − e^{ε − s})_+.
 
@@ -71,6 +71,7 @@ from __future__ import annotations
 
 import functools
 import math
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -78,8 +79,8 @@ import numpy as np
 from jax import lax
 from jax.scipy.special import logsumexp
 
-from glrt_jax._src.pld import Bounds, _check_x64, _directions, _probe_ranges, _segment_tails
-from glrt_jax._src.validation import ADVERSARIES, NEIGHBOURINGS, check_choice
+from glrt_jax._src import losses
+from glrt_jax._src.validation import ADVERSARIES, NEIGHBOURINGS, check_choice, check_x64
 
 _U = 0.5 * float(np.finfo(np.float64).eps)
 # Planning points per direction (uniform, geometric from each end, geometric around 0).
@@ -102,6 +103,14 @@ _TAU_SHARE = 0.35
 _BATCH = 8
 # Phases per vmapped chunk of the composition scan.
 _CHUNK = 8
+
+
+class Bounds(NamedTuple):
+    """A (lower, estimate, upper) triple; the true value lies in [lower, upper]."""
+
+    lower: Any
+    estimate: Any
+    upper: Any
 
 
 def _safe_log(v):
@@ -133,7 +142,7 @@ def _bins(adversary, d, is_add, mu, q, x):
     the replace pair.
     """
     is_add = None if is_add is None else jnp.broadcast_to(is_add, x.shape)
-    sp, fp, sq, fq = _segment_tails(adversary, d, mu, q, x, is_add)
+    sp, fp, sq, fq = losses.segment_tails(adversary, d, mu, q, x, is_add)
     # Differences of the smaller tail (full relative accuracy).
     pi = jnp.where(sp[:-1] < 0.5, sp[:-1] - sp[1:], fp[1:] - fp[:-1])
     kappa = jnp.where(sq[:-1] < 0.5, sq[:-1] - sq[1:], fq[1:] - fq[:-1])
@@ -164,7 +173,7 @@ def _log_mgf(x, p, ts):
 def _plan_phase(adversary, d, directions, mu, q, log_m):
     """Planning points, split pmf and ranges of one phase, per direction."""
     bound = 0.5 * mu * mu + 40.0 * mu + 10.0 - jnp.log(q)
-    lo, hi = _probe_ranges(adversary, d, directions, mu, q, jnp.exp(log_m), bound)
+    lo, hi = losses.probe_ranges(adversary, d, directions, mu, q, jnp.exp(log_m), bound)
     is_add = _is_add(directions)
 
     def one(lo_i, hi_i, add_i):
@@ -249,7 +258,7 @@ def _row(J):
 
 
 def _plan(adversary, d, neighbouring, mu, q, n, query, target, tol, J, hint=jnp.nan, tau_scale=1.0):
-    directions = _directions(adversary, neighbouring)
+    directions = losses.directions(adversary, neighbouring)
     nf = n.astype(jnp.float64)
     n_tot = jnp.sum(nf)
     log_target = jnp.log(target) if query == "epsilon" else jnp.log(1e-12)
@@ -819,7 +828,7 @@ def _query(
     points,
     nodes,
 ):
-    _check_x64()
+    check_x64("the composition engine")
     _validate_options(adversary, d, neighbouring)
     validate_sizes(tol, points, nodes)
     _validate_phases(noise_multiplier, sampling_rate, steps)

@@ -8,7 +8,8 @@ with a = d/2, m = λ/2 and x = λt/4,
 
 increasing and convex in u = log t, from ℓ(0) = −λ/2 to +∞. Every GLRT computation
 (ROC crossings, tangent points of the privacy profile, levels of the privacy-loss
-distribution) solves ℓ(c) = target; this module is the one place that does it.
+distribution) solves ℓ(c) = target; this module is the one place that does it, with the
+library's root finder (:mod:`glrt_jax._src.solvers`).
 """
 
 from __future__ import annotations
@@ -17,11 +18,12 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from glrt_jax._src import solvers
 from glrt_jax._src.ncx2 import _converged
 
 _BLOCK = 8
 _MAX_TERMS = 1_000_000
-# Newton on u = log c: iteration cap, largest step, and the step that stops it.
+# Newton on u = log c: evaluation cap, largest step, and the step that stops it.
 _NEWTON = 80
 _MAX_LOG_STEP = 2.0
 _STEP_TOL = 1e-12
@@ -92,52 +94,81 @@ def _lower_bound(r, lam, d):
 
 
 @jax.custom_jvp
+def _llr_u(u, lam, d):
+    """:func:`llr` at t = e^u, differentiable in u and λ (by closed forms, to any order).
+
+    With x = λt/4, D = d/d log x and F = ₀F₁(; a; x), whose equation x F'' + a F' = F gives
+    D ℓ_u = ℓ_u (1 − a − ℓ_u) + x:
+
+        dℓ = ℓ_u (du + dλ/λ) − dλ/2,    dℓ_u = (ℓ_u (1 − a − ℓ_u) + x)(du + dλ/λ).
+
+    None in d; the rounding level has none.
+    """
+    return llr(jnp.exp(u), lam, d)
+
+
+@_llr_u.defjvp
+def _llr_u_jvp(primals, tangents):
+    u, lam, d = primals
+    du, dlam, _ = tangents
+    ell, ell_u, noise = _llr_u(u, lam, d)
+    x = 0.25 * lam * jnp.exp(u)
+    dlogx = du + dlam / lam
+    d_ell = ell_u * dlogx - 0.5 * dlam
+    d_ell_u = (ell_u * (1.0 - 0.5 * d - ell_u) + x) * dlogx
+    return (ell, ell_u, noise), (d_ell, d_ell_u, jnp.zeros_like(noise))
+
+
+def _threshold_residual(u, theta):
+    """ℓ(e^u) − target with its slope ℓ_u, 8× its rounding level and Halley's step.
+
+    One pass of :func:`llr`; the second derivative is the closed form
+    D ℓ_u = ℓ_u (1 − a − ℓ_u) + x (see :func:`_llr_u`). Halley's step is
+    s_N / (1 + s_N ℓ''/(2 ℓ_u)) with Newton's s_N = −f/ℓ_u; where that factor is
+    below 1/2 (far right of the root, where ℓ is convex) it is NaN and the solver takes
+    Newton's.
+    Cubic convergence: at most 4 evaluations instead of 6 on the benchmark grid.
+    """
+    target, lam, d = theta
+    ell, ell_u, noise = _llr_u(u, lam, d)
+    f = ell - target
+    curvature = ell_u * (1.0 - 0.5 * d - ell_u) + 0.25 * lam * jnp.exp(u)
+    newton = -f / ell_u
+    factor = 1.0 + 0.5 * newton * curvature / ell_u
+    halley = jnp.where(factor > 0.5, newton / factor, jnp.nan)
+    return solvers.Residual(f, ell_u, noise=8.0 * noise, step=halley)
+
+
 def threshold(target, lam, d):
     """c > 0 with ℓ(c) = target, for target > −λ/2 and λ > 0 (broadcasting, any shape).
 
-    Safeguarded Newton on u = log c. ℓ is increasing and convex in u, so from a point
-    right of the root the iterates decrease monotonically to it. It starts at the proven
-    lower bound of :func:`_lower_bound` (the first step overshoots to the right); a
-    bracket with bisection keeps every iterate safe, and steps are capped at
-    ``_MAX_LOG_STEP`` (an uncapped step from a poor start can land where ℓ is
-    meaningless). It stops when the step is below 1e-12 (relative;
-    quadratic convergence makes the new iterate exact to rounding) or when
-    |ℓ(c) − target| is at the rounding level of ℓ.
+    Solved by :func:`glrt_jax._src.solvers.find_root` (``side="any"``) with Halley steps
+    (``_threshold_residual``) on u = log c, in which ℓ is increasing and convex. The
+    start is the proven lower bound of :func:`_lower_bound`; the solver's bracket and
+    bisection safeguard the steps, which are capped at ``_MAX_LOG_STEP`` (an uncapped
+    step from a poor start can land where ℓ is meaningless). It stops when the step is
+    below 1e-12 (absolute plus relative in u; with cubic convergence the new iterate is
+    exact to rounding) or when |ℓ(c) − target| is at the rounding level of ℓ
+    (``llr``'s third output). NaN if it does not converge in ``_NEWTON`` evaluations.
 
-    Derivatives are implicit (never through the loop):
+    Derivatives are implicit (never through the loop), from ``find_root``:
     dc/c = (d target − ∂ℓ/∂λ dλ) / (∂ℓ/∂log c); none in d.
     """
     target, lam, d = jnp.broadcast_arrays(target, lam, d)
     u0 = _lower_bound(target + 0.5 * lam, lam, d)
-
-    def cond(st):
-        i, u, lo, hi, done = st
-        return jnp.any(~done) & (i < _NEWTON)
-
-    def body(st):
-        i, u, lo, hi, done = st
-        ell, ell_u, noise = llr(jnp.exp(u), lam, d)
-        f = ell - target
-        hi = jnp.where(f > 0, jnp.minimum(hi, u), hi)
-        lo = jnp.where(f <= 0, jnp.maximum(lo, u), lo)
-        un = u - jnp.clip(f / ell_u, -_MAX_LOG_STEP, _MAX_LOG_STEP)
-        ok = (un >= lo) & (un <= hi) & jnp.isfinite(un)
-        un = jnp.where(ok, un, jnp.where(jnp.isfinite(hi), 0.5 * (lo + hi), u + 1.0))
-        conv = (jnp.abs(un - u) <= _STEP_TOL * jnp.maximum(1.0, jnp.abs(u))) | (
-            jnp.abs(f) <= 8.0 * noise
-        )
-        return i + 1, jnp.where(done, u, un), lo, hi, done | conv
-
-    init = (0, u0, u0, jnp.full_like(u0, jnp.inf), jnp.zeros(u0.shape, bool))
-    _, u, _, _, _ = lax.while_loop(cond, body, init)
-    return jnp.exp(u)
-
-
-@threshold.defjvp
-def _threshold_jvp(primals, tangents):
-    target, lam, d = primals
-    t_target, t_lam, _ = tangents
-    c = threshold(target, lam, d)
-    _, ell_u, _ = llr(c, lam, d)
-    ell_lam = ell_u / lam - 0.5
-    return c, c * (t_target - ell_lam * t_lam) / ell_u
+    root = solvers.find_root(
+        _threshold_residual,
+        (target, lam, d),
+        -jnp.inf,
+        jnp.inf,
+        u0,
+        ftol=0.0,
+        xtol=_STEP_TOL,
+        xrtol=_STEP_TOL,
+        side="any",
+        increasing=True,
+        residual=True,
+        max_iter=_NEWTON,
+        max_step=_MAX_LOG_STEP,
+    )
+    return jnp.exp(root.x)

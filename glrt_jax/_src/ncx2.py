@@ -54,6 +54,7 @@ import numpy as np
 from jax import lax
 from jax.custom_derivatives import SymbolicZero
 
+from glrt_jax._src import solvers
 from glrt_jax._src.shapes import bucketed
 
 _LOG_2PI = math.log(2.0 * math.pi)
@@ -990,10 +991,12 @@ def _logpdf_impl(x, df, nc):
 
 
 # ---------------------------------------------------------------------------
-# Quantiles: safeguarded Taylor steps on the smaller tail
+# Quantiles: Taylor steps on the smaller tail, in solvers.find_root
 # ---------------------------------------------------------------------------
 
-_NEWTON_ITERS = 60
+_NEWTON_ITERS = 60  # evaluations, at most
+# Largest step in log x (the start is within 0.6 of the root; see _initial_guess).
+_MAX_LOG_STEP = 2.0
 # Residual of the log tail at which the iteration stops, in ulps of max(1, |log p|).
 _RESID_ULPS = 4.0
 # Newton steps of the start on the saddle-point approximation, at most; a step
@@ -1196,93 +1199,91 @@ def _taylor_step(c, lval, lpdf, dlpdf, x, upper, k, lam):
     return t, jnp.abs(p - c) + 2.0 * tail, newton
 
 
-def _solve_tail(logq, upper, k, lam):
-    """x with log sf(x) = logq (upper) or log cdf(x) = logq (lower). 1-D arrays.
+def _evaluate_tail(x, upper, k, lam):
+    """(log tail, log pdf, d log pdf/dx) on the tail each point asks for.
 
-    Each step evaluates the tail, the density and its slope once and inverts the
-    Taylor polynomial of the log tail in u = log x (``_taylor_step``), whose error
-    bound says when to stop; safeguarded by a bracket in u; from
-    ``_initial_guess``, which is close enough that one step is usually final.
+    One evaluation per point: only the needed tail when the batch asks for one.
     """
-    dtype = logq.dtype
-    eps = _eps(dtype)
-    finfo = jnp.finfo(dtype)
-    lo0 = jnp.full_like(logq, math.log(float(finfo.tiny)))
-    hi0 = jnp.full_like(logq, math.log(float(finfo.max)) - 1.0)
-    # A start beyond the doubles (a lower-tail root below the smallest one) is
-    # clipped into the bracket; the first evaluation then ends such a point.
-    u0 = jnp.clip(_initial_guess(logq, upper, k, lam), lo0, hi0)
 
-    def evaluate(u):
-        x = jnp.exp(u)
+    def both():
         on_sf = _eval_logsf(x, k, lam, True)
         on_cdf = _eval_logcdf(x, k, lam, True)
         return tuple(jnp.where(upper, a, b) for a, b in zip(on_sf, on_cdf, strict=True))
 
-    # To keep one evaluation per step, evaluate only the needed tail.
-    def evaluate_tail(u):
-        x = jnp.exp(u)
-        return lax.cond(
-            jnp.all(upper),
-            lambda: _eval_logsf(x, k, lam, True),
-            lambda: lax.cond(
-                jnp.all(~upper),
-                lambda: _eval_logcdf(x, k, lam, True),
-                lambda: evaluate(u),
-            ),
-        )
+    return lax.cond(
+        jnp.all(upper),
+        lambda: _eval_logsf(x, k, lam, True),
+        lambda: lax.cond(jnp.all(~upper), lambda: _eval_logcdf(x, k, lam, True), both),
+    )
 
-    def cond(st):
-        i, u, lo, hi, done = st
-        return jnp.any(~done) & (i < _NEWTON_ITERS)
 
-    def body(st):
-        i, u, lo, hi, done = st
-        lval, lpdf, dlpdf = evaluate_tail(u)
-        f = lval - logq
-        # For the upper tail f decreases in x; for the lower tail it increases.
-        too_high_u = jnp.where(upper, f < 0, f > 0)  # u is above the root
-        hi = jnp.where(too_high_u & ~done, jnp.minimum(hi, u), hi)
-        lo = jnp.where(~too_high_u & ~done, jnp.maximum(lo, u), lo)
-        x = jnp.exp(u)
-        # The barrier keeps XLA from recomputing the step in each consumer.
-        t, t_err, t_newton = lax.optimization_barrier(
-            _taylor_step(-f, lval, lpdf, dlpdf, x, upper, k, lam)
-        )
-        # The Taylor step where its higher terms are a correction to Newton's;
-        # else Newton's (in x for the upper tail, where log sf is nearly linear).
-        use_taylor = jnp.isfinite(t) & (jnp.abs(t - t_newton) <= 0.5 * jnp.abs(t_newton))
-        x_newton = x * (1.0 + t_newton)
-        u_fallback = jnp.where(
-            upper, jnp.log(jnp.where(x_newton > 0, x_newton, 0.5 * x)), u + t_newton
-        )
-        u_step = jnp.where(use_taylor, u + t, u_fallback)
-        # Safeguard: bisect (in u) when the step leaves the bracket.
-        inside = (u_step >= lo) & (u_step <= hi) & jnp.isfinite(u_step)
-        u_bis = jnp.where(
-            jnp.isfinite(lo) & jnp.isfinite(hi),
-            0.5 * (lo + hi),
-            jnp.where(too_high_u, u - 2.0, u + 2.0),
-        )
-        u_next = jnp.where(inside, u_step, u_bis)
-        # Stop (1) when the Taylor step's error bound is at the rounding level
-        # of the tail function: take the step, no confirming evaluation; (2)
-        # when the residual is at that level: keep u; (3) when the root is below
-        # the smallest normal double (returned as 0, see below); (4) when the
-        # step is at the rounding level of u.
-        tol = _RESID_ULPS * eps * jnp.maximum(1.0, jnp.abs(logq))
-        at_noise = jnp.abs(f) <= tol
-        taylor_conv = use_taylor & inside & (t_err <= tol)
-        underflow = too_high_u & (u <= lo0 + 1.0)
-        tiny_step = jnp.abs(u_next - u) <= 64.0 * eps * jnp.maximum(1.0, jnp.abs(u))
-        conv = taylor_conv | at_noise | underflow | tiny_step
-        u_next = jnp.where(at_noise | underflow, u, u_next)
-        return i + 1, jnp.where(done, u, u_next), lo, hi, done | conv
+def _quantile_residual(u, theta):
+    """log tail(e^u) − logq, its slope in u and the Taylor step (``_taylor_step``).
 
-    init = (0, u0, lo0, hi0, ~jnp.isfinite(logq))
-    _, u, _, _, _ = lax.while_loop(cond, body, init)
-    # A root below the smallest normal double is returned as 0.
-    return jnp.where(u <= lo0 + 1.0, 0.0, jnp.exp(u))
+    The step is the inverted Taylor polynomial where its higher terms are a correction
+    to Newton's, with its error bound (within the tolerance, the solver takes it without
+    a confirming evaluation); else Newton's step, in x for the upper tail (where log sf
+    is nearly linear in x), in u for the lower one.
+    """
+    logq, upper, k, lam = theta
+    x = jnp.exp(u)
+    lval, lpdf, dlpdf = _evaluate_tail(x, upper, k, lam)
+    f = lval - logq
+    # The barrier keeps XLA from recomputing the step in each consumer.
+    t, t_err, t_newton = lax.optimization_barrier(
+        _taylor_step(-f, lval, lpdf, dlpdf, x, upper, k, lam)
+    )
+    use_taylor = jnp.isfinite(t) & (jnp.abs(t - t_newton) <= 0.5 * jnp.abs(t_newton))
+    x_newton = x * (1.0 + t_newton)
+    newton = jnp.where(upper, jnp.log(jnp.where(x_newton > 0, x_newton, 0.5 * x)) - u, t_newton)
+    slope = jnp.where(upper, -x, x) * jnp.exp(lpdf - lval)
+    return solvers.Residual(
+        f,
+        slope,
+        step=jnp.where(use_taylor, t, newton),
+        step_bound=jnp.where(use_taylor, t_err, jnp.inf),
+    )
+
+
+def _solve_tail(logq, upper, k, lam):
+    """x with log sf(x) = logq (upper) or log cdf(x) = logq (lower). 1-D arrays.
+
+    :func:`glrt_jax._src.solvers.find_root` (``side="any"``) in u = log x, on the log
+    tail (decreasing in u for the upper tail, increasing for the lower), with the steps
+    of ``_quantile_residual``: each evaluates the tail, the density and its slope once
+    and inverts the Taylor polynomial of the log tail, whose error bound says when to
+    stop; from ``_initial_guess``, which is close enough that one step is usually
+    final. It also stops when the residual is at the rounding level of the tail
+    (``_RESID_ULPS`` ulps of max(1, |log p|)) or the step at that of u. Searched
+    between the logs of the smallest normal double (times e) and of the largest
+    (over e): a root below is returned as 0, one above as inf; NaN if not converged in
+    ``_NEWTON_ITERS`` evaluations.
+    """
+    dtype = logq.dtype
+    eps = _eps(dtype)
+    finfo = jnp.finfo(dtype)
+    lo = math.log(float(finfo.tiny)) + 1.0
+    hi = math.log(float(finfo.max)) - 1.0
+    # A start beyond the doubles (a lower-tail root below the smallest one) is
+    # clipped into the interval; the first evaluation then ends such a point.
+    u0 = jnp.clip(_initial_guess(logq, upper, k, lam), lo, hi)
+    root = solvers.find_root(
+        _quantile_residual,
+        (logq, upper, k, lam),
+        lo,
+        hi,
+        u0,
+        ftol=_RESID_ULPS * eps * jnp.maximum(1.0, jnp.abs(logq)),
+        xtol=64.0 * eps,
+        xrtol=64.0 * eps,
+        side="any",
+        increasing=~upper,
+        residual=True,
+        max_iter=_NEWTON_ITERS,
+        max_step=_MAX_LOG_STEP,
+    )
+    x = jnp.where(root.status == solvers.ROOT_BELOW, 0.0, jnp.exp(root.x))
+    return jnp.where(root.status == solvers.ROOT_ABOVE, jnp.inf, x)
 
 
 def _kernel_quantile(logq, upper, df, nc):
@@ -1457,7 +1458,7 @@ def logpdf(x, df, nc):
       >>> jax.config.update("jax_enable_x64", True)
       >>> from glrt_jax import ncx2
       >>> round(float(jax.numpy.exp(ncx2.logpdf(2.0, 2.0, 0.0))), 12)  # e^{-1}/2
-      0.18393972059
+      0.183939720586
     """
     return bucketed(_logpdf_impl, x, df, nc)
 
@@ -1678,9 +1679,9 @@ def logppf(logp, df, nc):
       >>> import jax
       >>> jax.config.update("jax_enable_x64", True)
       >>> from glrt_jax import ncx2
-      >>> x = float(ncx2.logppf(-1000.0, 2.0, 0.0))  # cdf ≈ x/2 for tiny x
-      >>> 0 < x < 1e-300
-      True
+      >>> x = float(ncx2.logppf(-600.0, 2.0, 0.0))  # cdf = 1 − e^{−x/2}: x ≈ 2e^{−600}
+      >>> f"{x:.10e}"
+      '5.3007931060e-261'
     """
     return _quantile(logp, df, nc, log_input=True, lower_tail=True)
 

@@ -19,14 +19,15 @@ Figures (paper label → function):
 * ``fig:dimension_epsilon`` → :func:`epsilon_dimension_figure`,
 * ``fig:clt`` → :func:`clt_figure`,
 * ``fig:priv_profile`` → :func:`privacy_profile_figure`,
-* ``fig:subsampling`` → :func:`subsampling_figure` (numeric composition, :mod:`glrt_jax.pld`),
+* ``fig:subsampling`` → :func:`subsampling_figure` (numeric composition,
+  :func:`glrt_jax.accountant.schedule_delta`),
 * ``fig:predicted_actual``, ``fig:actual_symmetric_gaussian``, ``fig:high_dimensional``
   → :func:`run_experiment` + :func:`empirical_roc_figure` (:mod:`glrt_jax.audit`).
 
 Precision: the curves are computed in the default JAX float type. Enable float64
 (``jax.config.update("jax_enable_x64", True)``) for accurate tails on the log-scale
 panels and for the ε values in the legends; :func:`subsampling_figure` requires it
-(:mod:`glrt_jax.pld` does). These functions are eager (not jittable): they validate
+(the composition engine does). These functions are eager (not jittable): they validate
 their arguments and raise ``ValueError`` naming the parameter.
 
 Compilation: all curve evaluations go through a few fixed array shapes (512 points
@@ -37,16 +38,22 @@ once, whatever figures it draws.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import os
 from collections.abc import Sequence
 
 import jax
+import jax.numpy as jnp
 import numpy as np
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
 
-from glrt_jax._src import asymptotics, audit, pld, profile, roc
+try:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+except ImportError as err:  # pragma: no cover - depends on the installation
+    raise ImportError("glrt_jax.plotting needs matplotlib: pip install 'glrt-jax[plot]'") from err
+
+from glrt_jax._src import asymptotics, audit, composition, profile, roc
 from glrt_jax._src.validation import check_range
 
 __all__ = [
@@ -75,6 +82,8 @@ PAPER_DIMS = (1, 2, 5, 10, 20, 50, 100, 200, 300, 500)
 # Fixed batch sizes: one compilation per kernel per session.
 _CURVE_POINTS = 512
 _BATCH = 256
+# Points of the composed δ(ε) curves of the subsampling figure.
+_SUBSAMPLING_POINTS = 48
 
 
 # ---------------------------------------------------------------------------
@@ -89,12 +98,10 @@ def _check_positive_int(name: str, value, lo: int = 1) -> int:
     return int(value)
 
 
-def _check_dims(name: str, dims) -> tuple[int, ...]:
-    arr = np.asarray(dims)
+def _check_dims(name: str, d) -> tuple[int, ...]:
+    arr = np.asarray(d)
     if arr.ndim != 1 or arr.size == 0:
-        raise ValueError(
-            f"{name} must be a non-empty sequence of integers in [1, inf); got {dims!r}"
-        )
+        raise ValueError(f"{name} must be a non-empty sequence of integers in [1, inf); got {d!r}")
     check_range(name, arr, lo=1.0, integer=True)
     return tuple(int(d) for d in arr)
 
@@ -128,13 +135,13 @@ def _alpha_grid(alpha_min: float) -> np.ndarray:
     return np.sort(np.concatenate([logs, lin]))
 
 
-def _glrt_curves(alpha: np.ndarray, mu: float, dim: int) -> dict[str, np.ndarray]:
+def _glrt_curves(alpha: np.ndarray, mu: float, d: int) -> dict[str, np.ndarray]:
     """The GLRT curves ``R``, ``R'``, ``R_s`` and the NPO curve on ``alpha`` (NumPy)."""
     return {
         "npo": np.asarray(roc.npo(alpha, mu)),
-        "R": np.asarray(roc.glrt(alpha, mu, dim)),
-        "R_prime": np.asarray(roc.glrt_swapped(alpha, mu, dim)),
-        "R_s": np.asarray(roc.glrt_symmetrised(alpha, mu, dim)),
+        "R": np.asarray(roc.glrt(alpha, mu, d)),
+        "R_prime": np.asarray(roc.glrt_swapped(alpha, mu, d)),
+        "R_s": np.asarray(roc.glrt_symmetrised(alpha, mu, d)),
     }
 
 
@@ -148,23 +155,23 @@ def _padded_call(fn, *columns) -> np.ndarray:
     return np.asarray(fn(*padded))[:n].reshape(cols[0].shape)
 
 
-def _epsilons(delta, mu, dim=None) -> np.ndarray:
-    """ε(δ) of the NPO adversary (``dim=None``) or of the GLRT adversary, batched.
+def _epsilons(delta, mu, d=None) -> np.ndarray:
+    """ε(δ) of the NPO adversary (``d=None``) or of the GLRT adversary, batched.
 
     A thin wrapper over :func:`glrt_jax.profile.npo_epsilon` /
     :func:`glrt_jax.profile.glrt_epsilon` that pads its inputs to a fixed length,
     so that many calls share one compilation.
     """
-    if dim is None:
+    if d is None:
         return _padded_call(profile.npo_epsilon, delta, mu)
-    return _padded_call(profile.glrt_epsilon, delta, mu, dim)
+    return _padded_call(profile.glrt_epsilon, delta, mu, d)
 
 
-def _deltas(eps, mu, dim=None) -> np.ndarray:
-    """δ(ε) of the NPO (``dim=None``) or GLRT adversary, batched (see :func:`_epsilons`)."""
-    if dim is None:
+def _deltas(eps, mu, d=None) -> np.ndarray:
+    """δ(ε) of the NPO (``d=None``) or GLRT adversary, batched (see :func:`_epsilons`)."""
+    if d is None:
         return _padded_call(profile.npo_delta, eps, mu)
-    return _padded_call(profile.glrt_delta, eps, mu, dim)
+    return _padded_call(profile.glrt_delta, eps, mu, d)
 
 
 def _eps_label(eps: float, delta: float) -> str:
@@ -196,9 +203,7 @@ def _roc_axes(ax, log: bool = False, alpha_min: float = 1e-6) -> None:
 # ---------------------------------------------------------------------------
 
 
-def roc_figure(
-    mu, dim, path=None, *, delta: float | None = None, alpha_min: float = 1e-6
-) -> Figure:
+def roc_figure(mu, d, path=None, *, delta: float | None = None, alpha_min: float = 1e-6) -> Figure:
     """ROC curves of one Gaussian mechanism: NPO, GLRT ``R``, ``R'`` and ``R_s``.
 
     Two panels: linear axes (the paper's ``fig:roc_curves``) and log–log axes, where
@@ -214,7 +219,7 @@ def roc_figure(
     Args:
       mu: signal-to-noise ratio ``μ = Δ/σ ≥ 0`` (after composition with a shared
         direction, ``μ = √(Σ Δ_i²/σ_i²)``), finite.
-      dim: query dimension ``d``, a positive integer.
+      d: query dimension ``d``, a positive integer.
       path: optional file name; the figure is saved there (e.g. ``"roc.png"``).
       delta: if given (in ``(0, 1)``), the legend shows ε at this δ for NPO and for
         the GLRT adversary (the conjugate of ``R_s``).
@@ -224,7 +229,7 @@ def roc_figure(
       The :class:`matplotlib.figure.Figure` (Agg canvas, two axes).
 
     Raises:
-      ValueError: for ``mu < 0`` or non-finite, ``dim`` not a positive integer,
+      ValueError: for ``mu < 0`` or non-finite, ``d`` not a positive integer,
         ``delta`` or ``alpha_min`` outside ``(0, 1)``.
 
     Example:
@@ -236,17 +241,17 @@ def roc_figure(
       2
     """
     check_range("mu", mu, lo=0.0)
-    dim = _check_positive_int("dim", dim)
+    d = _check_positive_int("d", d)
     check_range("alpha_min", alpha_min, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
     if delta is not None:
         check_range("delta", delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
     mu = _scalar(mu)
     alpha = _alpha_grid(alpha_min)
-    c = _glrt_curves(alpha, mu, dim)
+    c = _glrt_curves(alpha, mu, d)
     npo_label, rs_label = r"NPO $R_\mathcal{N}$", r"GLRT $R_s$ (symmetrised)"
     if delta is not None:
         eps_n = _epsilons(delta, mu)[0]
-        eps_g = _epsilons(delta, mu, dim)[0]
+        eps_g = _epsilons(delta, mu, d)[0]
         npo_label += f", {_eps_label(eps_n, delta)}"
         rs_label += f", {_eps_label(eps_g, delta)}"
     fig, axes = _new_figure(2)
@@ -258,12 +263,12 @@ def roc_figure(
         ax.plot(alpha, c["R_s"], **RS_STYLE, label=rs_label)
         _roc_axes(ax, log, alpha_min)
     axes[0].legend(loc="lower right", fontsize="small")
-    axes[0].set_title(f"ROC, μ = Δ/σ = {mu:g}, d = {dim}")
+    axes[0].set_title(f"ROC, μ = Δ/σ = {mu:g}, d = {d}")
     axes[1].set_title("log–log axes")
     return _finish(fig, path)
 
 
-def teaser_figure(mu: float = 0.3, dim: int = 1, delta: float = 1e-4, path=None) -> Figure:
+def teaser_figure(mu: float = 0.3, d: int = 1, delta: float = 1e-4, path=None) -> Figure:
     """The paper's teaser (``fig:teaser``): NPO versus GLRT ROC at one setting.
 
     Corrected setting: the paper's caption says ``Δ/σ = 0.5`` but its numbers
@@ -272,7 +277,7 @@ def teaser_figure(mu: float = 0.3, dim: int = 1, delta: float = 1e-4, path=None)
     ``R_s``, whose conjugate is the GLRT privacy profile.
 
     Args:
-      mu: ``μ = Δ/σ ≥ 0``. dim: query dimension ``d ≥ 1``.
+      mu: ``μ = Δ/σ ≥ 0``. d: query dimension ``d ≥ 1``.
       delta: δ in ``(0, 1)`` at which ε is shown in the legend.
       path: optional file name to save the figure to.
 
@@ -291,34 +296,34 @@ def teaser_figure(mu: float = 0.3, dim: int = 1, delta: float = 1e-4, path=None)
       True
     """
     check_range("mu", mu, lo=0.0)
-    dim = _check_positive_int("dim", dim)
+    d = _check_positive_int("d", d)
     check_range("delta", delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
     mu = _scalar(mu)
     alpha = _alpha_grid(1e-6)
-    c = _glrt_curves(alpha, mu, dim)
+    c = _glrt_curves(alpha, mu, d)
     eps_n = _epsilons(delta, mu)[0]
-    eps_g = _epsilons(delta, mu, dim)[0]
+    eps_g = _epsilons(delta, mu, d)[0]
     fig, (ax,) = _new_figure(1)
     _diagonal(ax)
     ax.plot(alpha, c["npo"], color=NPO_COLOR, label=f"NPO adversary, {_eps_label(eps_n, delta)}")
     ax.plot(alpha, c["R_s"], color=R_COLOR, label=f"GLRT adversary, {_eps_label(eps_g, delta)}")
     _roc_axes(ax)
     ax.legend(loc="lower right", fontsize="small")
-    ax.set_title(f"Δ/σ = {mu:g}, d = {dim}")
+    ax.set_title(f"Δ/σ = {mu:g}, d = {d}")
     return _finish(fig, path)
 
 
 def dimension_roc_figure(
-    mu: float = 1.0, dims: Sequence[int] = (1, 30), delta: float = 1e-4, path=None
+    mu: float = 1.0, d: Sequence[int] = (1, 30), delta: float = 1e-4, path=None
 ) -> Figure:
     """Effect of the query dimension on the GLRT ROC curve (``fig:dof``).
 
-    Draws the symmetrised GLRT curve ``R_s`` for each ``d`` in ``dims`` (the paper:
+    Draws the symmetrised GLRT curve ``R_s`` for each dimension in ``d`` (the paper:
     ``Δ = σ² = 1``, ``d = 1`` gives ``(3.11, 1e-4)``, ``d = 30`` gives ``(0.46, 1e-4)``)
     and the NPO curve, which does not depend on ``d``.
 
     Args:
-      mu: ``μ = Δ/σ ≥ 0``. dims: query dimensions (positive integers).
+      mu: ``μ = Δ/σ ≥ 0``. d: query dimensions (positive integers).
       delta: δ in ``(0, 1)`` for the ε values in the legend.
       path: optional file name.
 
@@ -332,16 +337,16 @@ def dimension_roc_figure(
       >>> import jax
       >>> jax.config.update("jax_enable_x64", True)
       >>> from glrt_jax import plotting
-      >>> fig = plotting.dimension_roc_figure(dims=(1, 30))
+      >>> fig = plotting.dimension_roc_figure(d=(1, 30))
       >>> len(fig.axes[0].get_legend().get_texts())
       3
     """
     check_range("mu", mu, lo=0.0)
-    dims = _check_dims("dims", dims)
+    d = _check_dims("d", d)
     check_range("delta", delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
     mu = _scalar(mu)
     alpha = _alpha_grid(1e-6)
-    eps_g = _epsilons(delta, mu, np.asarray(dims, np.float64))
+    eps_g = _epsilons(delta, mu, np.asarray(d, np.float64))
     eps_n = _epsilons(delta, mu)[0]
     fig, (ax,) = _new_figure(1)
     _diagonal(ax)
@@ -351,10 +356,10 @@ def dimension_roc_figure(
         color=NPO_COLOR,
         label=f"NPO (any d), {_eps_label(eps_n, delta)}",
     )
-    colours = _sequential_colours(len(dims))
-    for d, e, col in zip(dims, eps_g, colours, strict=True):
-        r_s = np.asarray(roc.glrt_symmetrised(alpha, mu, d))
-        ax.plot(alpha, r_s, color=col, label=f"GLRT d = {d}, {_eps_label(e, delta)}")
+    colours = _sequential_colours(len(d))
+    for dk, e, col in zip(d, eps_g, colours, strict=True):
+        r_s = np.asarray(roc.glrt_symmetrised(alpha, mu, dk))
+        ax.plot(alpha, r_s, color=col, label=f"GLRT d = {dk}, {_eps_label(e, delta)}")
     _roc_axes(ax)
     ax.legend(loc="lower right", fontsize="small")
     ax.set_title(f"Query dimension, μ = Δ/σ = {mu:g}")
@@ -374,7 +379,7 @@ def _sequential_colours(n: int):
 
 
 def epsilon_dimension_figure(
-    mu: float = 1.0, dims: Sequence[int] = PAPER_DIMS, delta: float = 0.1, path=None
+    mu: float = 1.0, d: Sequence[int] = PAPER_DIMS, delta: float = 0.1, path=None
 ) -> Figure:
     """GLRT ε at fixed δ against the query dimension (``fig:dimension_epsilon``).
 
@@ -382,7 +387,7 @@ def epsilon_dimension_figure(
     which does not depend on ``d``, is drawn as a horizontal line.
 
     Args:
-      mu: ``μ = Δ/σ ≥ 0``. dims: query dimensions (positive integers).
+      mu: ``μ = Δ/σ ≥ 0``. d: query dimensions (positive integers).
       delta: δ in ``(0, 1)``. path: optional file name.
 
     Returns:
@@ -395,20 +400,20 @@ def epsilon_dimension_figure(
       >>> import jax
       >>> jax.config.update("jax_enable_x64", True)
       >>> from glrt_jax import plotting
-      >>> fig = plotting.epsilon_dimension_figure(dims=(1, 2, 5))
+      >>> fig = plotting.epsilon_dimension_figure(d=(1, 2, 5))
       >>> eps = fig.axes[0].lines[0].get_ydata()
       >>> bool(eps[0] > eps[1] > eps[2])
       True
     """
     check_range("mu", mu, lo=0.0)
-    dims = _check_dims("dims", dims)
+    d = _check_dims("d", d)
     check_range("delta", delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
     mu = _scalar(mu)
-    d = np.asarray(dims, np.float64)
-    eps_g = _epsilons(delta, mu, d)
+    dk = np.asarray(d, np.float64)
+    eps_g = _epsilons(delta, mu, dk)
     eps_n = _epsilons(delta, mu)[0]
     fig, (ax,) = _new_figure(1)
-    ax.plot(d, eps_g, "o-", color=R_COLOR, label="GLRT adversary")
+    ax.plot(dk, eps_g, "o-", color=R_COLOR, label="GLRT adversary")
     ax.axhline(eps_n, color=NPO_COLOR, label=f"NPO adversary (any d): ε = {eps_n:.3g}")
     ax.set_xscale("log")
     ax.set_xlabel("query dimension d")
@@ -424,7 +429,7 @@ def clt_figure(
     sensitivity: float = 1.0,
     sigma: float = 10.0,
     steps: int = 1000,
-    dim: int = 300,
+    d: int = 300,
     path=None,
 ) -> Figure:
     """Convergence of ``R`` and ``R'`` to the μ-GDP curve of Theorem 3 (``fig:clt``).
@@ -436,7 +441,7 @@ def clt_figure(
     N = 1000``.
 
     Args:
-      sensitivity: ``Δ ≥ 0``. sigma: ``σ > 0``. steps: ``N ≥ 1``. dim: ``d ≥ 1``.
+      sensitivity: ``Δ ≥ 0``. sigma: ``σ > 0``. steps: ``N ≥ 1``. d: ``d ≥ 1``.
       path: optional file name.
 
     Returns:
@@ -456,13 +461,13 @@ def clt_figure(
     check_range("sensitivity", sensitivity, lo=0.0)
     check_range("sigma", sigma, lo=0.0, lo_open=True)
     steps = _check_positive_int("steps", steps)
-    dim = _check_positive_int("dim", dim)
+    d = _check_positive_int("d", d)
     lam = steps * (_scalar(sensitivity) / _scalar(sigma)) ** 2
     mu = math.sqrt(lam)
     alpha = _alpha_grid(1e-6)
-    c = _glrt_curves(alpha, mu, dim)
-    gdp = np.asarray(asymptotics.clt_roc(alpha, sensitivity, sigma, steps, dim, refined=False))
-    mu_glrt = lam / math.sqrt(2.0 * dim)
+    c = _glrt_curves(alpha, mu, d)
+    gdp = np.asarray(asymptotics.clt_roc(alpha, sensitivity, sigma, steps, d, refined=False))
+    mu_glrt = lam / math.sqrt(2.0 * d)
     fig, (ax,) = _new_figure(1)
     _diagonal(ax)
     ax.plot(alpha, c["npo"], color=NPO_COLOR, alpha=0.7, label=f"NPO, μ = √λ = {mu:.3g}")
@@ -472,7 +477,7 @@ def clt_figure(
     _roc_axes(ax)
     ax.legend(loc="lower right", fontsize="small")
     ax.set_title(
-        f"CLT: Δ = {_scalar(sensitivity):g}, σ² = {_scalar(sigma) ** 2:g}, d = {dim}, N = {steps}"
+        f"CLT: Δ = {_scalar(sensitivity):g}, σ² = {_scalar(sigma) ** 2:g}, d = {d}, N = {steps}"
     )
     return _finish(fig, path)
 
@@ -483,7 +488,7 @@ def clt_figure(
 
 
 def privacy_profile_figure(
-    mu: float = 1.0, dim: int = 1, path=None, *, eps_max: float = 6.0, delta_min: float = 1e-12
+    mu: float = 1.0, d: int = 1, path=None, *, epsilon_max: float = 6.0, delta_min: float = 1e-12
 ) -> Figure:
     """Privacy profiles δ(ε) of the NPO and GLRT adversaries (``fig:priv_profile``).
 
@@ -492,9 +497,9 @@ def privacy_profile_figure(
     ``Δ = σ² = 1``, ``d = 1``.
 
     Args:
-      mu: ``μ = Δ/σ > 0``. dim: query dimension ``d ≥ 1``.
+      mu: ``μ = Δ/σ > 0``. d: query dimension ``d ≥ 1``.
       path: optional file name.
-      eps_max: right end of the ε axis (``> 0``).
+      epsilon_max: right end of the ε axis (``> 0``).
       delta_min: lower end of the (logarithmic) δ axis, in ``(0, 1)``.
 
     Returns:
@@ -513,19 +518,19 @@ def privacy_profile_figure(
       True
     """
     check_range("mu", mu, lo=0.0, lo_open=True)
-    dim = _check_positive_int("dim", dim)
-    check_range("eps_max", eps_max, lo=0.0, lo_open=True)
+    d = _check_positive_int("d", d)
+    check_range("epsilon_max", epsilon_max, lo=0.0, lo_open=True)
     check_range("delta_min", delta_min, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
     mu = _scalar(mu)
-    eps = np.linspace(0.0, float(eps_max), _BATCH)
+    eps = np.linspace(0.0, float(epsilon_max), _BATCH)
     d_n = _deltas(eps, mu)
-    d_g = _deltas(eps, mu, dim)
+    d_g = _deltas(eps, mu, d)
     fig, (ax,) = _new_figure(1)
     ax.plot(eps, d_n, color=NPO_COLOR, label="NPO adversary")
-    ax.plot(eps, d_g, color=R_COLOR, label=f"GLRT adversary (d = {dim})")
+    ax.plot(eps, d_g, color=R_COLOR, label=f"GLRT adversary (d = {d})")
     ax.set_yscale("log")
     ax.set_ylim(delta_min, 1.0)
-    ax.set_xlim(0.0, float(eps_max))
+    ax.set_xlim(0.0, float(epsilon_max))
     ax.set_xlabel("ε")
     ax.set_ylabel("δ(ε)")
     ax.grid(True, alpha=0.3, which="both")
@@ -539,19 +544,20 @@ def subsampling_figure(
     sigma: float = 6.0,
     sampling_rate: float = 0.2,
     steps: int = 100,
-    dim: int = 1,
+    d: int = 1,
     path=None,
     *,
     delta: float = 1e-5,
-    eps_max: float = 3.0,
-    eps_tol: float = 1e-2,
+    epsilon_max: float = 3.0,
+    tol: float = 1e-3,
 ) -> Figure:
     """Poisson-subsampled, composed privacy profiles of NPO and GLRT (``fig:subsampling``).
 
-    ``steps`` independent rounds of the Gaussian mechanism, each on a Poisson
-    subsample with rate ``q`` (add/remove neighbours), composed numerically with
-    :func:`glrt_jax.pld.compose`. Threat model: per-round GLRT (the adversary sees
-    ``‖y_i‖²`` of each round), not the shared direction of Theorem 2. The curves
+    ``steps`` independent steps of the Gaussian mechanism, each on a Poisson
+    subsample with rate ``q`` (add/remove neighbours), composed numerically by the
+    engine of :func:`glrt_jax.accountant.schedule_delta`. Threat model: per-round
+    GLRT (the adversary sees ``‖y_i‖²`` of each round), not the shared direction of
+    Theorem 2. The curves
     are the certified upper bounds on δ(ε); the legend gives ε at ``delta``. The
     paper: ``Δ = 1, σ² = 36, γ = 0.2, N = 100``.
 
@@ -559,10 +565,10 @@ def subsampling_figure(
 
     Args:
       sensitivity: ``Δ > 0``. sigma: ``σ > 0``. sampling_rate: ``q ∈ (0, 1]``.
-      steps: ``N ≥ 1``. dim: ``d ≥ 1``. path: optional file name.
+      steps: ``N ≥ 1``. d: ``d ≥ 1``. path: optional file name.
       delta: δ in ``(0, 1)`` for the ε values in the legend.
-      eps_max: right end of the ε axis. eps_tol: accuracy of the composition
-        (see :func:`glrt_jax.pld.make_grid`).
+      epsilon_max: right end of the ε axis. tol: relative accuracy of the certified
+        ε in the legend (see :func:`glrt_jax.accountant.schedule_epsilon`).
 
     Returns:
       The Figure; the first two lines are NPO then GLRT.
@@ -582,11 +588,19 @@ def subsampling_figure(
     check_range("sigma", sigma, lo=0.0, lo_open=True)
     check_range("sampling_rate", sampling_rate, lo=0.0, hi=1.0, lo_open=True)
     steps = _check_positive_int("steps", steps)
-    dim = _check_positive_int("dim", dim)
+    d = _check_positive_int("d", d)
     check_range("delta", delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
-    check_range("eps_max", eps_max, lo=0.0, lo_open=True)
+    check_range("epsilon_max", epsilon_max, lo=0.0, lo_open=True)
+    check_range("tol", tol, lo=1e-7, hi=0.5)
     prof = _subsampled_profiles(
-        sensitivity, sigma, sampling_rate, steps, dim, delta=delta, eps_max=eps_max, eps_tol=eps_tol
+        sensitivity,
+        sigma,
+        sampling_rate,
+        steps,
+        d,
+        delta=delta,
+        epsilon_max=epsilon_max,
+        tol=tol,
     )
     return _draw_subsampling(
         prof,
@@ -594,18 +608,18 @@ def subsampling_figure(
         sigma=sigma,
         sampling_rate=sampling_rate,
         steps=steps,
-        dim=dim,
+        d=d,
         delta=delta,
         path=path,
     )
 
 
-def _draw_subsampling(prof, *, sensitivity, sigma, sampling_rate, steps, dim, delta, path):
+def _draw_subsampling(prof, *, sensitivity, sigma, sampling_rate, steps, d, delta, path):
     """Draw the output of :func:`_subsampled_profiles`."""
-    eps_max = float(prof["eps"][-1])
+    epsilon_max = float(prof["eps"][-1])
     fig, (ax,) = _new_figure(1)
     for adversary, colour, name in (("npo", NPO_COLOR, "NPO"), ("glrt", R_COLOR, "GLRT")):
-        label = f"{name} adversary" + (f" (d = {dim})" if adversary == "glrt" else "")
+        label = f"{name} adversary" + (f" (d = {d})" if adversary == "glrt" else "")
         e_up = prof[adversary]["epsilon"]
         ax.plot(
             prof["eps"],
@@ -616,7 +630,7 @@ def _draw_subsampling(prof, *, sensitivity, sigma, sampling_rate, steps, dim, de
     ax.axhline(delta, color="0.5", linewidth=0.8, linestyle=":")
     ax.set_yscale("log")
     ax.set_ylim(max(1e-12, delta * 1e-4), 1.0)
-    ax.set_xlim(0.0, float(eps_max))
+    ax.set_xlim(0.0, float(epsilon_max))
     ax.set_xlabel("ε")
     ax.set_ylabel("δ(ε) (upper bound)")
     ax.grid(True, alpha=0.3, which="both")
@@ -628,24 +642,35 @@ def _draw_subsampling(prof, *, sensitivity, sigma, sampling_rate, steps, dim, de
     return _finish(fig, path)
 
 
-def _subsampled_profiles(sensitivity, sigma, sampling_rate, steps, dim, *, delta, eps_max, eps_tol):
-    """Upper bounds on δ(ε) on a grid and on ε(δ), NPO and per-round GLRT (:mod:`glrt_jax.pld`)."""
-    eps = np.linspace(0.0, float(eps_max), _BATCH)
+@functools.partial(jax.jit, static_argnames=("adversary", "d"))
+def _delta_curve(noise_multiplier, sampling_rate, steps, eps, *, adversary, d):
+    """Certified upper bounds on δ at every ε of ``eps``: the engine query, mapped."""
+
+    def one(e):
+        b = composition.schedule_delta(
+            noise_multiplier, sampling_rate, steps, e, d=d, adversary=adversary
+        )
+        return b.upper
+
+    return jax.lax.map(one, eps)  # one query's program, looped: cheap to compile
+
+
+def _subsampled_profiles(sensitivity, sigma, sampling_rate, steps, d, *, delta, epsilon_max, tol):
+    """Upper bounds on δ(ε) on a grid and on ε(δ), NPO and per-round GLRT.
+
+    From the composition engine (:func:`glrt_jax.accountant.schedule_delta` /
+    ``schedule_epsilon``); every number is a certified upper bound. The δ(ε) curve is
+    one compiled ``lax.map`` over ε ∈ (0, ``epsilon_max``] at the engine's jit sizes; the ε
+    at ``delta`` (the legend) is an eager query at the sizes ``tol`` asks for.
+    """
+    eps = np.linspace(0.0, float(epsilon_max), _SUBSAMPLING_POINTS + 1)[1:]
+    nm = _scalar(sigma) / _scalar(sensitivity)
+    q = _scalar(sampling_rate)
     out = {"eps": eps}
     for adversary in ("npo", "glrt"):
-        block = pld.GaussianBlock(
-            sigma=_scalar(sigma),
-            sensitivity=_scalar(sensitivity),
-            sampling_rate=_scalar(sampling_rate),
-            steps=steps,
-            adversary=adversary,
-            dim=dim,
-        )
-        dist = pld.compose(block, eps_tol=eps_tol)
-        out[adversary] = {
-            "delta": np.asarray(dist.delta(eps).upper),
-            "epsilon": float(np.asarray(dist.epsilon(delta).upper)),
-        }
+        curve = _delta_curve(nm, q, steps, jnp.asarray(eps), adversary=adversary, d=d)
+        e_up = composition.schedule_epsilon(nm, q, steps, delta, d=d, adversary=adversary, tol=tol)
+        out[adversary] = {"delta": np.asarray(curve), "epsilon": float(e_up.upper)}
     return out
 
 
@@ -659,8 +684,8 @@ class EmpiricalExperiment:
     """Outcome of the paper's membership-inference experiment (see :func:`run_experiment`).
 
     Attributes:
-      sensitivity, sigma, rounds, dim, games: the setting.
-      mu: ``√λ`` with ``λ = rounds Δ²/σ²``, the signal-to-noise of the composed game.
+      sensitivity, sigma, steps, d, games: the setting.
+      mu: ``√λ`` with ``λ = steps Δ²/σ²``, the signal-to-noise of the composed game.
       roc: empirical ROC of the GLRT adversary's test ``‖ȳ‖² > c²``
         (:class:`glrt_jax.audit.RocEstimate`, pointwise Clopper–Pearson bands);
         ``roc.swap()`` is the empirical ``R'``.
@@ -675,8 +700,8 @@ class EmpiricalExperiment:
 
     sensitivity: float
     sigma: float
-    rounds: int
-    dim: int
+    steps: int
+    d: int
     games: int
     mu: float
     roc: audit.RocEstimate
@@ -697,8 +722,8 @@ def run_experiment(
     *,
     sensitivity: float,
     sigma: float,
-    rounds: int,
-    dim: int = 1,
+    steps: int,
+    d: int = 1,
     games: int = 1000,
     thresholds: int = 100,
     confidence: float = 0.95,
@@ -707,7 +732,7 @@ def run_experiment(
 ) -> EmpiricalExperiment:
     """Play the paper's membership-inference game and estimate both adversaries' ROC.
 
-    A fair coin picks ``D`` or ``D'`` in each game; the mechanism releases ``rounds``
+    A fair coin picks ``D`` or ``D'`` in each game; the mechanism releases ``steps``
     outputs ``y_i ~ N(b Δ u, σ² I_d)`` and the GLRT adversary thresholds
     ``‖ȳ‖²`` (in units of ``σ²/N``, :func:`glrt_jax.audit.run_game`) at
     ``thresholds`` cut-offs (quantiles of the pooled statistics). The paper uses
@@ -715,7 +740,7 @@ def run_experiment(
 
     Args:
       key: a ``jax.random`` key.
-      sensitivity: ``Δ ≥ 0``. sigma: ``σ > 0``. rounds: ``N ≥ 1``. dim: ``d ≥ 1``.
+      sensitivity: ``Δ ≥ 0``. sigma: ``σ > 0``. steps: ``N ≥ 1``. d: ``d ≥ 1``.
       games: number of games (``≥ 2``). thresholds: number of cut-offs (``≥ 2``).
       confidence: level of the pointwise Clopper–Pearson bands, in ``(0, 1)``.
       method: ``"direct"`` (draw every ``y_i``, as the paper) or ``"sufficient"``
@@ -733,14 +758,14 @@ def run_experiment(
       >>> import jax
       >>> from glrt_jax import plotting
       >>> exp = plotting.run_experiment(jax.random.key(0), sensitivity=1.0, sigma=6.0,
-      ...                               rounds=70, games=200, thresholds=20)
+      ...                               steps=70, games=200, thresholds=20)
       >>> exp.roc.fpr.shape
       (20,)
     """
     check_range("sensitivity", sensitivity, lo=0.0)
     check_range("sigma", sigma, lo=0.0, lo_open=True)
-    rounds = _check_positive_int("rounds", rounds)
-    dim = _check_positive_int("dim", dim)
+    steps = _check_positive_int("steps", steps)
+    d = _check_positive_int("d", d)
     games = _check_positive_int("games", games, lo=2)
     thresholds = _check_positive_int("thresholds", thresholds, lo=2)
     check_range("confidence", confidence, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
@@ -749,8 +774,8 @@ def run_experiment(
         key,
         sigma=_scalar(sigma),
         sensitivity=_scalar(sensitivity),
-        rounds=rounds,
-        dim=dim,
+        steps=steps,
+        d=d,
         games=games,
         method=method,
         balanced=True,
@@ -765,8 +790,8 @@ def run_experiment(
     return EmpiricalExperiment(
         sensitivity=_scalar(sensitivity),
         sigma=_scalar(sigma),
-        rounds=rounds,
-        dim=dim,
+        steps=steps,
+        d=d,
         games=games,
         mu=math.sqrt(float(result.noncentrality)),
         roc=rocs[0],
@@ -831,7 +856,7 @@ def empirical_roc_figure(
       >>> jax.config.update("jax_enable_x64", True)
       >>> from glrt_jax import plotting
       >>> exp = plotting.run_experiment(jax.random.key(0), sensitivity=1.0, sigma=6.0,
-      ...                               rounds=70, games=200, thresholds=20)
+      ...                               steps=70, games=200, thresholds=20)
       >>> fig = plotting.empirical_roc_figure(exp, "symmetrised")
       >>> len(fig.axes)
       1
@@ -844,10 +869,10 @@ def empirical_roc_figure(
             f"{type(experiment).__name__}"
         )
     check_range("delta", delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
-    mu, dim = experiment.mu, experiment.dim
+    mu, d = experiment.mu, experiment.d
     alpha = _alpha_grid(1e-6)
-    c = _glrt_curves(alpha, mu, dim)
-    eps_g, eps_g1 = _epsilons(delta, mu, np.array([float(dim), 1.0]))
+    c = _glrt_curves(alpha, mu, d)
+    eps_g, eps_g1 = _epsilons(delta, mu, np.array([float(d), 1.0]))
     eps_n = _epsilons(delta, mu)[0]
     fig, (ax,) = _new_figure(1)
     _diagonal(ax)
@@ -859,7 +884,7 @@ def empirical_roc_figure(
             alpha,
             c["R_s"],
             **RS_STYLE,
-            label=rf"theory $R_s$, d = {dim}, {_eps_label(eps_g, delta)}",
+            label=rf"theory $R_s$, d = {d}, {_eps_label(eps_g, delta)}",
         )
     if compare == "dimension":
         r_s1 = np.asarray(roc.glrt_symmetrised(alpha, mu, 1))
@@ -878,7 +903,7 @@ def empirical_roc_figure(
     _roc_axes(ax)
     ax.legend(loc="lower right", fontsize="small")
     ax.set_title(
-        f"Δ = {experiment.sensitivity:g}, σ² = {experiment.sigma**2:g}, N = {experiment.rounds}, "
-        f"d = {dim}\n{experiment.games} games, {int(experiment.roc.fpr.shape[0])} cut-offs"
+        f"Δ = {experiment.sensitivity:g}, σ² = {experiment.sigma**2:g}, N = {experiment.steps}, "
+        f"d = {d}\n{experiment.games} games, {int(experiment.roc.fpr.shape[0])} cut-offs"
     )
     return _finish(fig, path)

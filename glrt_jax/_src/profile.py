@@ -13,9 +13,10 @@ log-likelihood ratio of T (increasing in t, ℓ(0) = −λ/2).
 Exact derivatives: δ is the value of an optimisation over the threshold, so by the envelope
 theorem ∂δ/∂c = 0 at the tangent point, and the partials are closed forms at the solved
 thresholds (dδ_R/dε = −e^ε Ψ_0(c), dδ_R/dλ = f(c; d + 2, λ); see ``_glrt_parts_flat``),
-attached by a custom JVP. ε(δ) is found by Newton on log δ, started from an upper bound
-(the NPO ε without its second term), and differentiated by the implicit function theorem
-(custom JVP): dε/dδ = 1/(∂δ/∂ε), dε/dμ = −(∂δ/∂μ)/(∂δ/∂ε). No derivative ever flows
+attached by a custom JVP. ε(δ) is the root of log δ(ε) = log δ*, found by the library's
+root finder (:func:`glrt_jax._src.solvers.find_root`: Newton on log δ, started from an
+upper bound, the NPO ε without its second term) and differentiated by its implicit
+function rule: dε/dδ = 1/(∂δ/∂ε), dε/dμ = −(∂δ/∂μ)/(∂δ/∂ε). No derivative ever flows
 through an iteration. Derivatives are exact to first order (second derivatives are not).
 
 Precision: everything is computed in log space so δ down to 1e-300 (and log δ beyond) is
@@ -37,14 +38,13 @@ import math
 
 import jax
 import jax.numpy as jnp
-from jax import lax
 from jax.scipy.special import log_ndtr, ndtri
 
-from glrt_jax._src import ncx2
+from glrt_jax._src import ncx2, solvers
 from glrt_jax._src.llr import threshold
 from glrt_jax._src.ncx2 import _log1mexp, _log_poisson
 from glrt_jax._src.shapes import bucketed
-from glrt_jax._src.validation import check_range
+from glrt_jax._src.validation import ADVERSARIES, check_choice, check_range
 
 _NEWTON = 80
 
@@ -216,7 +216,7 @@ def _glrt_log_delta_jvp(primals, tangents):
 
 
 # ---------------------------------------------------------------------------
-# ε(δ) by Newton on log δ(ε), implicit derivatives
+# ε(δ): the root of log δ(ε) = log δ* (solvers.find_root), implicit derivatives
 # ---------------------------------------------------------------------------
 
 
@@ -231,41 +231,46 @@ def _epsilon_upper(log_target, mu):
     return mu * (0.5 * mu - z) * (1.0 + 1e-6) + 1e-6
 
 
-def _solve_epsilon(val_slope, log_target, eps_hi):
-    """ε ≥ 0 with log δ(ε) = log_target; δ is convex and decreasing in ε.
+def _npo_residual(eps, theta):
+    log_target, mu = theta
+    return _npo_log_delta(eps, mu) - log_target
 
-    ``val_slope(ε)`` returns ``(log δ(ε), ∂ log δ/∂ε)`` elementwise. ``eps_hi`` must
-    satisfy δ(eps_hi) ≤ target. Newton on log δ starts there, on the right of the
-    root, and keeps to the bracket [lo, hi] (bisection when a step leaves it). Where
-    log δ is concave (NPO, and GLRT on every grid we tried) the Newton iterates then
-    decrease monotonically to the root and never visit the far tail, where δ is
-    expensive to evaluate. Returns 0 where δ(0) ≤ target.
+
+def _glrt_residual(eps, theta):
+    log_target, mu, d = theta
+    return _glrt_log_delta(eps, mu * mu, d) - log_target
+
+
+def _solve_epsilon(residual, theta):
+    """ε ≥ 0 with log δ(ε) = log_target (θ[0]); δ is convex and decreasing in ε.
+
+    :func:`glrt_jax._src.solvers.find_root` (``side="any"``) on the log-space residual
+    ``log δ(ε) − log_target``, searched in ``[0, eps_hi]`` (``_epsilon_upper``) and
+    started at ``eps_hi``, on the right of the root. Where log δ is concave (NPO, and GLRT
+    on every grid we tried) the Newton iterates then decrease monotonically to the root
+    and never visit the far tail, where δ is expensive to evaluate. It stops when the
+    step is below 8 ulp of max(1, ε) or log δ hits the target exactly. Returns 0 where
+    δ(0) ≤ target (the solver reports the root below its lower bound), NaN where it
+    does not converge. Derivatives: the solver's implicit-function rule,
+    dε = −(∂ log δ/∂θ · dθ)/(∂ log δ/∂ε) (0 where ε = 0).
     """
-    dtype = log_target.dtype
-    eps_tol = float(jnp.finfo(dtype).eps)
-    zero = jnp.zeros_like(log_target)
-    ld0, _ = val_slope(zero)
-    at_zero = ld0 <= log_target
-
-    def cond(st):
-        i, e, lo, hi, done = st
-        return jnp.any(~done) & (i < _NEWTON)
-
-    def body(st):
-        i, e, lo, hi, done = st
-        ld, g = val_slope(e)
-        f = ld - log_target
-        lo = jnp.where(f > 0, jnp.maximum(lo, e), lo)
-        hi = jnp.where(f <= 0, jnp.minimum(hi, e), hi)
-        en = e - f / g
-        ok = (en >= lo) & (en <= hi) & jnp.isfinite(en)
-        en = jnp.where(ok, en, 0.5 * (lo + hi))
-        conv = (jnp.abs(en - e) <= 8 * eps_tol * jnp.maximum(1.0, e)) | (f == 0)
-        return i + 1, jnp.where(done, e, en), lo, hi, done | conv
-
-    init = (0, eps_hi, zero, eps_hi, at_zero)
-    _, e, _, _, _ = lax.while_loop(cond, body, init)
-    return jnp.where(at_zero, 0.0, e)
+    log_target, mu = theta[0], theta[1]
+    eps_tol = 8.0 * float(jnp.finfo(log_target.dtype).eps)
+    eps_hi = _epsilon_upper(log_target, mu)
+    root = solvers.find_root(
+        residual,
+        theta,
+        0.0,
+        eps_hi,
+        eps_hi,
+        ftol=0.0,
+        xtol=eps_tol,
+        xrtol=eps_tol,
+        side="any",
+        max_iter=_NEWTON,
+        max_step=math.inf,
+    )
+    return jnp.where(root.status == solvers.ROOT_BELOW, 0.0, root.x)
 
 
 # ---------------------------------------------------------------------------
@@ -273,48 +278,16 @@ def _solve_epsilon(val_slope, log_target, eps_hi):
 # ---------------------------------------------------------------------------
 
 
-@jax.custom_jvp
 def _npo_epsilon(log_delta, mu):
-    shape = log_delta.shape
-    ld, m = log_delta.reshape(-1), mu.reshape(-1)
-    ones = jnp.ones_like(ld)
-
-    def val_slope(e):
-        return jax.jvp(lambda x: _npo_log_delta(x, m), (e,), (ones,))
-
-    return _solve_epsilon(val_slope, ld, _epsilon_upper(ld, m)).reshape(shape)
+    """ε(δ) of the NPO adversary from log δ; exact derivatives in both (implicit)."""
+    log_delta, mu = jnp.broadcast_arrays(log_delta, mu)
+    return _solve_epsilon(_npo_residual, (log_delta, mu))
 
 
-@_npo_epsilon.defjvp
-def _npo_epsilon_jvp(primals, tangents):
-    ld, mu = primals
-    tld, tmu = tangents
-    e = _npo_epsilon(ld, mu)
-    g_e, g_mu = jax.grad(lambda a, b: jnp.sum(_npo_log_delta(a, b)), argnums=(0, 1))(e, mu)
-    tan = (tld - g_mu * tmu) / g_e
-    return e, jnp.where(e > 0, tan, 0.0)
-
-
-@jax.custom_jvp
 def _glrt_epsilon(log_delta, mu, d):
-    shape = log_delta.shape
-    ld, m, dd = log_delta.reshape(-1), mu.reshape(-1), d.reshape(-1)
-    lam = m * m
-
-    def val_slope(e):
-        return _glrt_parts_flat(e, lam, dd)[:2]
-
-    return _solve_epsilon(val_slope, ld, _epsilon_upper(ld, m)).reshape(shape)
-
-
-@_glrt_epsilon.defjvp
-def _glrt_epsilon_jvp(primals, tangents):
-    ld, mu, d = primals
-    tld, tmu, _ = tangents
-    e = _glrt_epsilon(ld, mu, d)
-    _, g_e, g_lam = _glrt_parts(e, mu * mu, d)
-    tan = (tld - 2.0 * mu * g_lam * tmu) / g_e
-    return e, jnp.where(e > 0, tan, 0.0)
+    """ε(δ) of the GLRT adversary from log δ; exact derivatives in log δ and μ (not d)."""
+    log_delta, mu, d = jnp.broadcast_arrays(log_delta, mu, d)
+    return _solve_epsilon(_glrt_residual, (log_delta, mu, d))
 
 
 _jit_npo_log_delta = jax.jit(_npo_log_delta)
@@ -329,69 +302,116 @@ def _check_mu_d(mu, d=None):
         check_range("d", d, lo=1.0, integer=True)
 
 
-def npo_log_delta(eps, mu):
+def npo_log_delta(epsilon, mu):
     """log δ(ε) of the NPO adversary: see :func:`npo_delta`. Finite below 1e-308."""
-    check_range("eps", eps, lo=0.0)
+    check_range("epsilon", epsilon, lo=0.0)
     _check_mu_d(mu)
-    return bucketed(_jit_npo_log_delta, eps, mu)
+    return bucketed(_jit_npo_log_delta, epsilon, mu)
 
 
-def npo_delta(eps, mu):
-    """δ(ε) of the NPO adversary (μ-Gaussian DP).
-
-    ``δ(ε) = Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2)``, evaluated in log space.
-
-    Args:
-      eps: ε ≥ 0 (broadcasts). mu: μ = Δ/σ (for N releases sharing a direction,
-        μ = √(Σ Δ_i²/σ_i²)), ≥ 0.
-
-    Returns:
-      δ(ε). Differentiable in ε and μ (exact derivatives).
-
-    Example:
-      >>> import jax
-      >>> jax.config.update("jax_enable_x64", True)
-      >>> from glrt_jax import profile
-      >>> f"{float(profile.npo_delta(1.0, 1.0)):.6f}"
-      '0.126937'
-    """
-    return jnp.exp(npo_log_delta(eps, mu))
+def npo_delta(epsilon, mu):
+    """δ(ε) of the NPO adversary (μ-GDP), in log space: :func:`delta` with ``adversary="npo"``."""
+    return jnp.exp(npo_log_delta(epsilon, mu))
 
 
-def glrt_log_delta(eps, mu, d):
+def glrt_log_delta(epsilon, mu, d):
     """log δ(ε) of the GLRT adversary: see :func:`glrt_delta`. Finite below 1e-308."""
-    check_range("eps", eps, lo=0.0)
+    check_range("epsilon", epsilon, lo=0.0)
     _check_mu_d(mu, d)
-    return bucketed(_jit_glrt_log_delta, eps, mu, d)
+    return bucketed(_jit_glrt_log_delta, epsilon, mu, d)
 
 
-def glrt_delta(eps, mu, d):
-    """δ(ε) of the GLRT adversary with query dimension d.
-
-    ``δ(ε) = max(δ_R(ε), δ_R'(ε))``: the conjugate of the symmetrised ROC of the GLRT,
-    computed at the exact tangent points (Newton on the threshold of ‖y‖²/σ²).
-
-    Args:
-      eps: ε ≥ 0. mu: μ = Δ/σ ≥ 0 (λ = μ²). d: query dimension, a positive integer.
-
-    Returns:
-      δ(ε). Exact first derivatives in ε and μ (envelope theorem).
-
-    Example:
-      >>> import jax
-      >>> jax.config.update("jax_enable_x64", True)
-      >>> from glrt_jax import profile
-      >>> float(profile.glrt_delta(1.0, 1.0, 1)) < float(profile.npo_delta(1.0, 1.0))
-      True
-    """
-    return jnp.exp(glrt_log_delta(eps, mu, d))
+def glrt_delta(epsilon, mu, d):
+    """δ(ε) of the GLRT adversary: :func:`delta` with ``adversary="glrt"``."""
+    return jnp.exp(glrt_log_delta(epsilon, mu, d))
 
 
 def npo_epsilon(delta, mu):
-    """ε(δ) of the NPO adversary: the smallest ε ≥ 0 with δ(ε) ≤ δ.
+    """ε(δ) of the NPO adversary: :func:`epsilon` with ``adversary="npo"``."""
+    check_range("delta", delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
+    _check_mu_d(mu)
+    return bucketed(_jit_npo_eps, jnp.log(delta), mu)
+
+
+def glrt_epsilon(delta, mu, d):
+    """ε(δ) of the GLRT adversary: :func:`epsilon` with ``adversary="glrt"``."""
+    check_range("delta", delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
+    _check_mu_d(mu, d)
+    return bucketed(_jit_glrt_eps, jnp.log(delta), mu, d)
+
+
+# ---------------------------------------------------------------------------
+# Public entry points: the adversary chosen by a parameter
+# ---------------------------------------------------------------------------
+
+_FUNCS = {
+    ("npo", "delta"): lambda x, mu, d: npo_delta(x, mu),
+    ("npo", "log_delta"): lambda x, mu, d: npo_log_delta(x, mu),
+    ("npo", "epsilon"): lambda x, mu, d: npo_epsilon(x, mu),
+    ("glrt", "delta"): glrt_delta,
+    ("glrt", "log_delta"): glrt_log_delta,
+    ("glrt", "epsilon"): glrt_epsilon,
+}
+
+
+def _dispatch(adversary, what, x, mu, d):
+    check_choice("adversary", adversary, ADVERSARIES)
+    if adversary == "npo":
+        check_range("d", d, lo=1.0, integer=True)
+    return _FUNCS[adversary, what](x, mu, d)
+
+
+def delta(epsilon, mu, d=1, *, adversary: str = "npo") -> jax.Array:
+    """Privacy profile δ(ε) of one adversary for the Gaussian mechanism with μ = Δ/σ.
+
+    * ``adversary="npo"``: μ-Gaussian DP, ``δ(ε) = Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2)``
+      (``d`` is ignored).
+    * ``adversary="glrt"``: ``δ(ε) = max(δ_R(ε), δ_R'(ε))``, the conjugate of the
+      symmetrised GLRT ROC in dimension ``d``, at the exact tangent points.
 
     Args:
-      delta: δ in (0, 1). mu: μ ≥ 0.
+      epsilon: ε ≥ 0. mu: μ = Δ/σ ≥ 0 (for releases sharing a direction,
+        μ = √(Σ Δ_i²/σ_i²)). d: query dimension (positive integer). All broadcast.
+      adversary: ``"npo"`` or ``"glrt"`` (static under ``jit``).
+
+    Returns:
+      δ(ε), evaluated in log space. Jittable, vmappable, exact first derivatives in ε
+      and μ (envelope theorem; no finite differences).
+
+    Raises:
+      ValueError: concrete out-of-domain inputs (under ``jit`` they give NaN).
+
+    Example:
+      >>> import jax
+      >>> jax.config.update("jax_enable_x64", True)
+      >>> from glrt_jax import profile
+      >>> f"{float(profile.delta(1.0, 1.0)):.6f}"
+      '0.126937'
+      >>> float(profile.delta(1.0, 1.0, 1, adversary="glrt")) < 0.126937
+      True
+    """
+    return _dispatch(adversary, "delta", epsilon, mu, d)
+
+
+def log_delta(epsilon, mu, d=1, *, adversary: str = "npo") -> jax.Array:
+    """``log δ(ε)`` (see :func:`delta`); finite far below the smallest double.
+
+    Example:
+      >>> import jax
+      >>> jax.config.update("jax_enable_x64", True)
+      >>> from glrt_jax import profile
+      >>> bool(profile.log_delta(60.0, 1.0, 5, adversary="glrt") < -1000)
+      True
+    """
+    return _dispatch(adversary, "log_delta", epsilon, mu, d)
+
+
+def epsilon(delta, mu, d=1, *, adversary: str = "npo") -> jax.Array:
+    """ε(δ): the smallest ε ≥ 0 with δ(ε) ≤ ``delta`` (see :func:`delta`).
+
+    Args:
+      delta: δ in (0, 1). mu: μ = Δ/σ ≥ 0. d: query dimension (positive integer).
+      adversary: ``"npo"`` or ``"glrt"``.
 
     Returns:
       ε; 0 where δ(0) ≤ δ. Derivatives dε/dδ and dε/dμ by the implicit function
@@ -401,30 +421,9 @@ def npo_epsilon(delta, mu):
       >>> import jax
       >>> jax.config.update("jax_enable_x64", True)
       >>> from glrt_jax import profile
-      >>> f"{float(profile.npo_epsilon(1e-4, 0.3)):.4f}"
+      >>> f"{float(profile.epsilon(1e-4, 0.3)):.4f}"
       '0.9501'
-    """
-    check_range("delta", delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
-    _check_mu_d(mu)
-    return bucketed(_jit_npo_eps, jnp.log(delta), mu)
-
-
-def glrt_epsilon(delta, mu, d):
-    """ε(δ) of the GLRT adversary with query dimension d.
-
-    Args:
-      delta: δ in (0, 1). mu: μ = Δ/σ ≥ 0. d: query dimension (positive integer).
-
-    Returns:
-      ε; 0 where δ(0) ≤ δ. Exact derivatives in δ and μ (implicit function theorem).
-
-    Example:
-      >>> import jax
-      >>> jax.config.update("jax_enable_x64", True)
-      >>> from glrt_jax import profile
-      >>> f"{float(profile.glrt_epsilon(1e-4, 0.3, 1)):.4f}"
+      >>> f"{float(profile.epsilon(1e-4, 0.3, 1, adversary='glrt')):.4f}"
       '0.3768'
     """
-    check_range("delta", delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
-    _check_mu_d(mu, d)
-    return bucketed(_jit_glrt_eps, jnp.log(delta), mu, d)
+    return _dispatch(adversary, "epsilon", delta, mu, d)

@@ -32,10 +32,9 @@ from collections.abc import Callable, Sequence
 from functools import partial
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
-from glrt_jax._src import plotting
+from glrt_jax._src.validation import check_x64
 
 __all__ = [
     "FIGURES",
@@ -60,7 +59,7 @@ class PaperNumber:
     Attributes:
       figure: the paper's figure label.
       setting: the setting in words.
-      mu: ``μ = √(NΔ²/σ²)``. dim: query dimension ``d`` (``None`` for NPO).
+      mu: ``μ = √(NΔ²/σ²)``. d: query dimension (``None`` for NPO).
       delta: the δ of the statement.
       paper: ε as printed in the paper (two decimals).
       exact: ε computed independently with mpmath (four decimals, docs/design.md §3).
@@ -70,7 +69,7 @@ class PaperNumber:
     figure: str
     setting: str
     mu: float
-    dim: int | None
+    d: int | None
     delta: float
     paper: str
     exact: str
@@ -103,15 +102,15 @@ PAPER_NUMBERS: tuple[PaperNumber, ...] = (
 )  # fmt: skip
 
 # Subsampling figure: Δ = 1, σ = 6, Poisson rate 0.2, 100 rounds, per-round threat model.
-_SUBSAMPLING = dict(sensitivity=1.0, sigma=6.0, sampling_rate=0.2, steps=100, dim=1)
+_SUBSAMPLING = dict(sensitivity=1.0, sigma=6.0, sampling_rate=0.2, steps=100, d=1)
 _SUBSAMPLING_DELTA = 1e-5
 # Independent reference values (docs/design.md §2), three decimals.
 _SUBSAMPLING_REFERENCE = {"npo": "1.312", "glrt": "0.143"}
 
 # The paper's two experiments.
 _EXPERIMENTS = {
-    "scalar": dict(sensitivity=1.0, sigma=6.0, rounds=70, dim=1),
-    "high_dim": dict(sensitivity=1.0, sigma=3.5, rounds=50, dim=50),
+    "scalar": dict(sensitivity=1.0, sigma=6.0, steps=70, d=1),
+    "high_dim": dict(sensitivity=1.0, sigma=3.5, steps=50, d=50),
 }
 _EXPERIMENT_DELTA = 1e-2
 
@@ -183,15 +182,17 @@ class _Progress:
 
 def _paper_epsilons() -> np.ndarray:
     """Our ε for every row of :data:`PAPER_NUMBERS` (two batched calls)."""
+    from glrt_jax._src import plotting  # matplotlib: imported only when used
+
     rows = PAPER_NUMBERS
     out = np.empty(len(rows))
-    npo = [i for i, r in enumerate(rows) if r.dim is None]
-    glrt = [i for i, r in enumerate(rows) if r.dim is not None]
+    npo = [i for i, r in enumerate(rows) if r.d is None]
+    glrt = [i for i, r in enumerate(rows) if r.d is not None]
     out[npo] = plotting._epsilons([rows[i].delta for i in npo], [rows[i].mu for i in npo])
     out[glrt] = plotting._epsilons(
         [rows[i].delta for i in glrt],
         [rows[i].mu for i in glrt],
-        [float(rows[i].dim) for i in glrt],
+        [float(rows[i].d) for i in glrt],
     )
     return out
 
@@ -230,6 +231,8 @@ def numbers_markdown(
       >>> reproduce.numbers_markdown(ours).count("| yes |")
       10
     """
+    from glrt_jax._src import plotting  # matplotlib: imported only when used
+
     ours = list(ours)
     if len(ours) != len(PAPER_NUMBERS):
         raise ValueError(f"ours must have {len(PAPER_NUMBERS)} values; got {len(ours)}")
@@ -246,7 +249,7 @@ def numbers_markdown(
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for row, value in zip(PAPER_NUMBERS, ours, strict=True):
-        adversary = "NPO" if row.dim is None else f"GLRT d = {row.dim}"
+        adversary = "NPO" if row.d is None else f"GLRT d = {row.d}"
         lines.append(
             f"| {row.figure} | {row.setting} | {adversary} | {row.delta:g} | {row.paper} | "
             f"{row.exact} | {value:.4f} | {_agree(value, row.exact)} | {row.note} |"
@@ -259,9 +262,10 @@ def numbers_markdown(
             "",
             f"Δ = {s['sensitivity']:g}, σ² = {s['sigma'] ** 2:g}, Poisson rate "
             f"{s['sampling_rate']:g}, N = {s['steps']} rounds composed numerically "
-            "(glrt_jax.pld, add/remove, per-round GLRT threat model: the adversary sees ‖y_i‖² "
-            "of each round). The paper states no number for this figure; *reference* was "
-            "computed independently. *ours* is the certified upper bound.",
+            "(glrt_jax.accountant.schedule_epsilon, add/remove, per-round GLRT threat model: "
+            "the adversary sees ‖y_i‖² of each round). The paper states no number for this "
+            "figure; *reference* was computed independently. *ours* is the certified upper "
+            "bound.",
             "",
             "| adversary | δ | reference | ours (upper bound) | agrees |",
             "| --- | --- | --- | --- | --- |",
@@ -285,14 +289,14 @@ def numbers_markdown(
             "| --- | --- | --- | --- | --- | --- |",
         ]
         for name, exp in experiments.items():
-            theory_g = float(plotting._epsilons(exp.delta, exp.mu, float(exp.dim))[0])
+            theory_g = float(plotting._epsilons(exp.delta, exp.mu, float(exp.d))[0])
             theory_n = float(plotting._epsilons(exp.delta, exp.mu)[0])
             setting = (
-                f"{name}: Δ = {exp.sensitivity:g}, σ² = {exp.sigma**2:g}, N = {exp.rounds}, "
-                f"d = {exp.dim}"
+                f"{name}: Δ = {exp.sensitivity:g}, σ² = {exp.sigma**2:g}, N = {exp.steps}, "
+                f"d = {exp.d}"
             )
             for adv, theory, lower in (
-                (f"GLRT d = {exp.dim}", theory_g, exp.epsilon_lower),
+                (f"GLRT d = {exp.d}", theory_g, exp.epsilon_lower),
                 ("NPO", theory_n, exp.epsilon_lower_npo),
             ):
                 ok = "yes" if lower <= theory else "**no**"
@@ -306,14 +310,6 @@ def numbers_markdown(
 # ---------------------------------------------------------------------------
 # The driver
 # ---------------------------------------------------------------------------
-
-
-def _check_x64() -> None:
-    if jnp.asarray(1.0).dtype != jnp.float64:
-        raise ValueError(
-            "reproduce needs 64-bit floats: enable them with "
-            'jax.config.update("jax_enable_x64", True) or run inside jax.enable_x64().'
-        )
 
 
 def reproduce(
@@ -353,7 +349,9 @@ def reproduce(
       from glrt_jax._src import reproduce
       reproduce.reproduce("figs", only=["teaser", "numbers"])
     """
-    _check_x64()
+    from glrt_jax._src import plotting  # matplotlib: imported only when used
+
+    check_x64("reproduce")
     if games is None:
         games = _FULL_GAMES if full else _DEFAULT_GAMES
     if thresholds is None:
@@ -384,7 +382,7 @@ def reproduce(
     def subsampling():
         if "subsampling" not in cache:
             cache["subsampling"] = plotting._subsampled_profiles(
-                **_SUBSAMPLING, delta=_SUBSAMPLING_DELTA, eps_max=3.0, eps_tol=1e-2
+                **_SUBSAMPLING, delta=_SUBSAMPLING_DELTA, epsilon_max=3.0, tol=1e-3
             )
         return cache["subsampling"]
 

@@ -1,42 +1,95 @@
-"""One root finder: safeguarded, bracketed Newton with implicit-function derivatives.
+"""The library's one root finder: bracketed, safeguarded Newton with implicit derivatives.
+
+Every equation the library solves for a scalar unknown goes through :func:`find_root`:
+calibration (σ or q for a target ε or δ), the tangent thresholds of the GLRT
+(``llr.threshold``), ε(δ) of the privacy profiles, the non-central χ² quantiles and the
+Clopper–Pearson bounds of the audit. One iteration, one set of stopping rules, one
+status convention and one implicit derivative; what differs between the sites (a start
+from an asymptotic expansion, a residual in log space, a bracket from known bounds, a
+higher-order step) is fed in as start, bounds, residual or step.
 
 What is solved
 --------------
-For a residual ``g(x, θ)`` that is *decreasing* in the scalar ``x`` (after a change of
-variable if needed), :func:`find_root` returns the smallest ``x`` it has seen with
-``g(x, θ) ≤ 0`` — the *safe* side — once it also has ``g(x, θ) ≥ −ftol`` (tight), or
-once the bracket around the sign change is narrower than ``xtol`` (a root at a jump of
-``g``: the safe end is returned). Calibration uses the convention "safe = the privacy
-guarantee holds", so the answer is never on the wrong side of the target.
+``g(x, θ) = 0`` for a scalar unknown ``x``, elementwise: ``lower``, ``upper``, ``x0``
+and the tolerances broadcast to one shape, and ``fun`` maps an ``x`` of that shape to
+``g`` of that shape (each element depending on its own ``x`` only). ``g`` is monotone
+on the search interval: decreasing by default, increasing where ``increasing`` is True
+(a bool or a bool array, so one batch may mix both). Internally an increasing element
+is solved in ``v = −x``; statuses and results always refer to ``x``.
+
+Two answers, chosen by ``side``:
+
+* ``side="safe"``: the root approached from the side where ``g ≤ 0`` — for decreasing
+  ``g`` the smallest ``x`` seen with ``g ≤ 0``, for increasing ``g`` the largest — once
+  it also has ``g ≥ −tol`` (tight), or once the bracket around the sign change is
+  narrower than ``xtol + xrtol·|x|`` (a root at a jump of ``g``: the safe end is
+  returned), or once the step from a safe point towards the band is that short (``g``
+  is at its rounding level there: a noisy residual may never be tight). The answer is
+  always an evaluated point on the safe side. Calibration ("safe = the privacy
+  guarantee holds") and outward-rounded confidence bounds use it.
+* ``side="any"``: an ordinary root. It stops when ``|g| ≤ tol`` (and returns that ``x``
+  moved by the step computed there, if that step is accepted: it is at most
+  ``tol/|g'|`` and makes a smooth root exact to rounding), when the bracket is narrower
+  than ``xtol + xrtol·|x|`` (its middle), when the next Newton or bisection step is that
+  short (the new iterate, unevaluated: with quadratic convergence it is exact to that
+  level), or when the residual certifies a step (below: ``x + step``, unevaluated).
+
+``tol = max(ftol, noise)``: ``ftol`` is the caller's tolerance, ``noise`` the residual's
+own rounding level at the point (0 unless the residual reports it).
+
+The residual
+------------
+``fun(x, θ)`` returns ``g`` as an array; its slope ``∂g/∂x`` then comes from forward-mode
+autodiff (one ``jvp``: value and slope from a single evaluation). With ``residual=True``
+it returns a :class:`Residual` instead, for callers that know more from the same
+evaluation: the slope itself (a closed form, or where ``g`` is a series that should not
+be differentiated), the rounding ``noise`` of ``g``, and optionally a ``step`` better
+than Newton's (Halley's, a higher-order Taylor inversion, Newton in another variable)
+with a ``step_bound`` on ``|g(x + step)|``: a step whose bound is within ``tol``, or
+within ``|g'|·(xtol + xrtol·|x|)`` (the step tolerance, through the slope), ends the
+search without evaluating its end point (``side="any"`` only). ``llr.threshold`` gives
+Halley's step (its second derivative is a closed form: 4 evaluations instead of 6), the
+χ² quantiles an inverted Taylor polynomial of order 8 with an error bound (one
+evaluation per point on the benchmark cases).
 
 Iteration
 ---------
-Newton steps towards the middle of the acceptance band, ``x − (g + ftol/2)/g'`` (``g'``
-by forward-mode autodiff), each clipped to ``max_step``. Every evaluated point narrows
-a bracket ``[lo, hi]`` (``lo`` the largest unsafe point, ``hi`` the smallest safe one).
-A step that leaves the bracket, a non-finite or non-negative slope, or a step that fails
-to halve the distance to the band's middle while both sides are known is replaced by
-bisection; while only one side is known the iterate moves by ``max_step`` towards the
-missing side (never beyond the search bounds). So the iteration converges whatever
-``g`` looks like, quadratically where Newton works.
+Each iteration evaluates ``g`` once. The step is the residual's own (if it gives one and
+it is finite), else Newton's ``−r/g'``, with ``r = g`` (``side="any"``) or ``r = g + tol/2``
+(``side="safe"``: Newton aims at the middle of the acceptance band ``[−tol, 0]`` so that
+it lands on the safe side from either side); it is clipped to ``max_step``. Every
+evaluated point narrows a bracket ``[lo, hi]`` (in the decreasing orientation ``lo`` is
+the largest point with ``g > 0``, ``hi`` the smallest with ``g ≤ 0``). A step that
+points the wrong way (a non-negative slope), leaves the bracket, is not finite, or fails
+to halve ``|r|`` while both sides are known (unless, with ``side="any"``, it is already
+shorter than the step tolerance) is replaced by bisection; while only one side is known
+the iterate moves by ``max_step`` towards the missing side (never beyond the search
+bounds). So the iteration converges whatever ``g`` looks like, quadratically (or
+faster, with a higher-order step) where Newton works. All elements of a batch iterate
+together until each is done (or ``max_iter`` evaluations); finished elements are frozen.
 
 Derivatives
 -----------
 The loop is not differentiated. A ``custom_jvp`` applies the implicit function theorem
-at the returned point: ``dx/dθ = −(∂g/∂θ)/(∂g/∂x)``. Bounds, start and tolerances get no
-derivative.
+at the returned point: ``dx/dθ = −(∂g/∂θ)/(∂g/∂x)``, with ``∂g/∂θ`` by ``jvp`` of ``fun``
+in ``θ`` and ``∂g/∂x`` by ``jvp`` in ``x`` (or the residual's slope). For reverse mode the
+tangent of ``g`` in ``θ`` must be transposable (plain jax operations or ``custom_jvp``
+pieces with closed-form partials; no ``while_loop`` on tangents). Bounds, start,
+tolerances and ``increasing`` get no derivative; where the solve failed the tangent is
+NaN (and a cotangent that is zero there stays finite).
 
 Status
 ------
 :data:`OK` or the reason for failure; ``x`` is NaN unless ``OK``. Eager callers turn the
-status into a named error (:func:`raise_for_status`), jitted code gets the NaN.
+status into a named error (:func:`raise_for_status`), jitted code gets the NaN (a caller
+may map a status to a boundary value, e.g. ``ROOT_BELOW`` → 0).
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -45,102 +98,278 @@ from jax import lax
 
 OK = 0
 MAX_ITER = 1  # no convergence within max_iter evaluations
-NO_SAFE = 2  # unsafe at the upper search bound: no safe x in the range
-ROOT_BELOW = 3  # safe already at the lower search bound: the root lies below it
+ROOT_ABOVE = 2  # the root lies above the upper search bound
+NO_SAFE = ROOT_ABOVE  # decreasing g, safe side: unsafe at the upper bound, no safe x in range
+ROOT_BELOW = 3  # the root lies below the lower search bound (decreasing g, safe side: safe there)
 NOT_FINITE = 4  # g was NaN at some point
 
 _MESSAGES = {
     MAX_ITER: "did not converge in {max_iter} iterations",
-    NO_SAFE: "no {what} in the search range meets the target (unreachable target)",
+    ROOT_ABOVE: "no {what} in the search range meets the target (unreachable target)",
     ROOT_BELOW: "the {what} that meets the target lies outside the search range",
     NOT_FINITE: "the residual was NaN during the search for the {what}",
 }
 
+_SIDES = ("safe", "any")
+
+
+class Residual(NamedTuple):
+    """One evaluation of a residual that knows more than its value (``residual=True``).
+
+    Attributes:
+      value: ``g(x, θ)``.
+      slope: ``∂g/∂x`` at the same point.
+      noise: rounding level of ``value``; ``|g| ≤ max(ftol, noise)`` counts as converged
+        (on the safe side only, with ``side="safe"``). None: 0.
+      step: a step in ``x`` towards ``g = 0`` to use instead of Newton's (NaN: Newton's).
+        None: Newton's.
+      step_bound: a bound on ``|g(x + step)|``; at most the tolerance (or the step
+        tolerance times ``|slope|``), ``x + step`` is returned without evaluating it
+        (``side="any"``). None: never.
+    """
+
+    value: Any
+    slope: Any
+    noise: Any = None
+    step: Any = None
+    step_bound: Any = None
+
 
 class _State(NamedTuple):
-    it: Any
-    x: Any
-    lo: Any
-    hi: Any
+    it: Any  # evaluations so far (the loop counter)
+    x: Any  # current iterate (in v = ±x, where g is decreasing)
+    lo: Any  # largest point seen with g > 0 (or the lower search bound)
+    hi: Any  # smallest point seen with g ≤ 0 (or the upper search bound)
     lo_seen: Any
     hi_seen: Any
-    r_prev: Any
+    r_prev: Any  # residual aimed at, at the previous iterate
     status: Any
     done: Any
+    evals: Any  # evaluations per element
 
 
-def _iterate(fun, theta, lower, upper, x0, ftol, xtol, max_iter, max_step):
-    dtype = jnp.result_type(x0, float)
+def _sign_flip(status, flip):
+    """Statuses found in v = −x, told in x (below ↔ above)."""
+    swapped = jnp.where(
+        status == ROOT_BELOW, ROOT_ABOVE, jnp.where(status == ROOT_ABOVE, ROOT_BELOW, status)
+    )
+    return jnp.where(flip, swapped, status)
 
-    def value_and_slope(x):
-        return jax.jvp(lambda v: fun(v, theta), (x,), (jnp.ones_like(x),))
+
+def _materialize(tree, token):
+    """``tree`` itself, computed once and stored: a fusion barrier.
+
+    The evaluation's outputs feed many state updates; XLA (on CPU) fuses the cheap tail of
+    the evaluation (e.g. the end of an ``lgamma``) into each of those consumers, which
+    costs about a third of an evaluation per iteration. ``lax.optimization_barrier`` is
+    removed before fusion there; nothing is fused across a conditional. Its predicate is
+    always true but not foldable (``x == x`` is false for NaN), so the other branch
+    never runs (under ``vmap`` the conditional becomes a select of the same values).
+    """
+    keep = jnp.all(token == token) | jnp.any(token != token)
+    return lax.cond(keep, lambda t: t, lambda t: jax.tree.map(jnp.zeros_like, t), tree)
+
+
+def _iterate(fun, theta, lower, upper, x0, ftol, xtol, xrtol, increasing, opts):
+    side, residual, max_iter, max_step, direction = opts
+    if direction is not None:  # one static direction for the whole batch
+        increasing = direction
+    safe_side = side == "safe"
+    dtype = jnp.result_type(x0, lower, upper, float)
+    shape = jnp.broadcast_shapes(*(jnp.shape(v) for v in (lower, upper, x0, ftol, xtol, xrtol)))
+    shape = jnp.broadcast_shapes(shape, jnp.shape(increasing))
+
+    # Loop invariants keep their own (usually scalar) shapes: broadcast, XLA would carry
+    # them through the loop as full arrays.
+    lower, upper, x0, ftol, xtol, xrtol = (
+        jnp.asarray(v, dtype) for v in (lower, upper, x0, ftol, xtol, xrtol)
+    )
+    if isinstance(increasing, bool):  # one direction for all: no sign arrays
+        flip = increasing
+
+        def orient(v):
+            return -v if increasing else v
+
+    else:
+        flip = jnp.asarray(increasing, bool)
+        sgn = jnp.where(flip, -1.0, 1.0).astype(dtype)
+
+        def orient(v):
+            return sgn * v
+
+    lo_b = jnp.where(flip, -upper, lower)  # the search interval in v
+    hi_b = jnp.where(flip, -lower, upper)
+
+    def full(v):
+        return jnp.broadcast_to(jnp.asarray(v, dtype), shape)
+
+    def evaluate(v):
+        x = orient(v)
+        if residual:
+            res = fun(x, theta)
+            g, dg = res.value, res.slope
+            noise, step, bound = res.noise, res.step, res.step_bound
+        else:
+            g, dg = jax.jvp(lambda y: fun(y, theta), (x,), (jnp.ones_like(x),))
+            noise = step = bound = None
+        g, dg = full(g), orient(full(dg))
+        tol = ftol if noise is None else jnp.maximum(ftol, noise)
+        step = None if step is None else orient(full(step))
+        # The barrier makes XLA compute the evaluation once, instead of fusing (copies of)
+        # it into each of its many consumers below.
+        return _materialize((g, dg, tol, step, bound), x)
 
     def body(st):
-        g, dg = value_and_slope(st.x)
-        safe = g <= 0
-        lo = jnp.where(~safe & (st.x >= st.lo), st.x, st.lo)
-        hi = jnp.where(safe & (st.x <= st.hi), st.x, st.hi)
-        lo_seen, hi_seen = st.lo_seen | ~safe, st.hi_seen | safe
-        tight = safe & (g >= -ftol)
-        collapsed = lo_seen & hi_seen & (hi - lo <= xtol)
-        below = safe & (st.x <= lower)
-        above = ~safe & (st.x >= upper)
-        bad = jnp.isnan(g)  # +inf is a legitimate "unsafe", −inf a "safe"
-        it = st.it + 1
-        status = jnp.select(
-            [tight | collapsed, bad, below, above], [OK, NOT_FINITE, ROOT_BELOW, NO_SAFE], MAX_ITER
-        )
-        done = tight | collapsed | bad | below | above | (it >= max_iter)
-        # Newton aims at the middle of the acceptance band [−ftol, 0], so that it lands on
-        # the safe side from either side.
-        r = g + 0.5 * ftol
-        step = jnp.clip(-r / dg, -max_step, max_step)
-        xn = st.x + step
+        g, dg, tol, own_step, bound = evaluate(st.x)
+        x = st.x
+        safe, unsafe = g <= 0, g > 0  # NaN is neither
+        lo = jnp.where(unsafe & (x >= st.lo), x, st.lo)
+        hi = jnp.where(safe & (x <= st.hi), x, st.hi)
+        lo_seen, hi_seen = st.lo_seen | unsafe, st.hi_seen | safe
         both = lo_seen & hi_seen
-        newton_ok = jnp.isfinite(xn) & (dg < 0) & (xn > lo) & (xn < hi)
-        newton_ok = newton_ok & ~(both & (jnp.abs(r) > 0.5 * jnp.abs(st.r_prev)))
+        width = xtol + xrtol * jnp.maximum(jnp.abs(lo), jnp.abs(hi))
+        collapsed = both & (hi - lo <= width)
+
+        # The step: the residual's own, else Newton's; aimed at the middle of the
+        # acceptance band on the safe side.
+        r = g + 0.5 * tol if safe_side else g
+        newton = -r / dg
+        if own_step is None:
+            step = newton
+        else:
+            aimed = own_step - 0.5 * tol / dg if safe_side else own_step
+            step = jnp.where(jnp.isfinite(own_step), aimed, newton)
+        step = jnp.clip(step, -max_step, max_step)
+        xn = x + step
+        inside = (xn > lo) & (xn < hi)
+        slow = both & (jnp.abs(r) > 0.5 * jnp.abs(st.r_prev))
+        if not safe_side:
+            # At the rounding level of g, |r| stops shrinking and x + step may round to
+            # x (an end of the bracket): a step within the tolerance is final, not a
+            # reason to bisect.
+            tiny = jnp.abs(step) <= xtol + xrtol * jnp.abs(x)
+            inside = inside | (tiny & (xn >= lo) & (xn <= hi))
+            slow = slow & ~tiny
+        step_ok = jnp.isfinite(xn) & (jnp.sign(step) == jnp.sign(r)) & inside & ~slow
         one_side = jnp.where(
-            hi_seen, jnp.maximum(hi - max_step, lower), jnp.minimum(lo + max_step, upper)
+            hi_seen, jnp.maximum(hi - max_step, lo_b), jnp.minimum(lo + max_step, hi_b)
         )
         fallback = jnp.where(both, 0.5 * (lo + hi), one_side)
-        xn = jnp.clip(jnp.where(newton_ok, xn, fallback), lower, upper)
-        x = jnp.where(done, jnp.where(status == OK, hi, st.x), xn)
-        return _State(it, x, lo, hi, lo_seen, hi_seen, r, status.astype(jnp.int32), done)
+        x_next = jnp.clip(jnp.where(step_ok, xn, fallback), lo_b, hi_b)
 
-    false = jnp.zeros((), bool)
+        bad = jnp.isnan(g)  # +inf is a legitimate "g > 0", −inf a "g ≤ 0"
+        below = safe & (x <= lo_b)
+        above = unsafe & (x >= hi_b)
+        if safe_side:
+            tight = safe & (g >= -tol)
+            found = tight | collapsed
+            x_found = hi
+            # A valid step towards the band shorter than the x tolerance, from a safe
+            # point: g is at its rounding level there (a noisy residual may never be
+            # tight); the best safe point seen is the answer.
+            short = (
+                safe
+                & jnp.isfinite(step)
+                & (jnp.sign(step) == jnp.sign(r))
+                & (jnp.abs(step) <= xtol + xrtol * jnp.abs(x))
+            )
+        else:
+            tight = jnp.abs(g) <= tol
+            certified, x_cert = jnp.zeros(shape, bool), x
+            if own_step is not None and bound is not None:
+                x_cert = x + own_step
+                # Within the tolerance in g, or (through the slope) in x.
+                x_room = jnp.abs(dg) * (xtol + xrtol * jnp.abs(x_cert))
+                certified = (
+                    jnp.isfinite(x_cert)
+                    & (bound <= jnp.maximum(tol, x_room))
+                    & (x_cert >= lo)
+                    & (x_cert <= hi)
+                    & (jnp.abs(own_step) <= max_step)
+                )
+            found = tight | certified | collapsed
+            # At a tight point the accepted step is taken as well (it is at most tol/|g'|
+            # and, where g is smooth, makes the answer exact to rounding).
+            x_tight = jnp.where(step_ok, xn, x)
+            x_found = jnp.where(tight, x_tight, jnp.where(certified, x_cert, 0.5 * (lo + hi)))
+            # A short step (Newton, or bisection of a known bracket) ends it too; a move
+            # towards an unseen side does not (the bound may hold the root beyond it).
+            short = (step_ok | both) & (jnp.abs(x_next - x) <= xtol + xrtol * jnp.abs(x))
+            x_found = jnp.where(found, x_found, x_next)
+        status = jnp.select(
+            [found, bad, below, above, short],
+            [OK, NOT_FINITE, ROOT_BELOW, ROOT_ABOVE, OK],
+            MAX_ITER,
+        ).astype(jnp.int32)
+        finished = status != MAX_ITER
+        x_new = jnp.where(finished, jnp.where(status == OK, x_found, x), x_next)
+        new = _State(
+            st.it + 1,
+            x_new,
+            lo,
+            hi,
+            lo_seen,
+            hi_seen,
+            r,
+            status,
+            finished,
+            st.evals + 1,
+        )
+        keep = st.done
+        return _State(
+            new.it, *(jnp.where(keep, o, n) for o, n in zip(st[1:], new[1:], strict=True))
+        )
+
+    false = jnp.zeros(shape, bool)
     init = _State(
         jnp.zeros((), jnp.int32),
-        jnp.clip(jnp.asarray(x0, dtype), lower, upper),
-        jnp.asarray(lower, dtype),
-        jnp.asarray(upper, dtype),
+        full(jnp.clip(orient(x0), lo_b, hi_b)),
+        full(lo_b),
+        full(hi_b),
         false,
         false,
-        jnp.asarray(jnp.inf, dtype),
-        jnp.asarray(MAX_ITER, jnp.int32),
+        jnp.full(shape, jnp.inf, dtype),
+        jnp.full(shape, MAX_ITER, jnp.int32),
         false,
+        jnp.zeros(shape, jnp.int32),
     )
-    return lax.while_loop(lambda st: ~st.done, body, init)
+    st = lax.while_loop(lambda s: jnp.any(~s.done) & (s.it < max_iter), body, init)
+    return orient(st.x), _sign_flip(st.status, flip), st.evals
 
 
-@functools.partial(jax.custom_jvp, nondiff_argnums=(0, 7, 8))
-def _solve(fun, theta, lower, upper, x0, ftol, xtol, max_iter, max_step):
-    st = _iterate(fun, theta, lower, upper, x0, ftol, xtol, max_iter, max_step)
-    return jnp.where(st.status == OK, st.x, jnp.nan), st.status, st.it
+@functools.partial(jax.custom_jvp, nondiff_argnums=(0, 9))
+def _solve(fun, theta, lower, upper, x0, ftol, xtol, xrtol, increasing, opts):
+    x, status, evals = _iterate(fun, theta, lower, upper, x0, ftol, xtol, xrtol, increasing, opts)
+    return jnp.where(status == OK, x, jnp.nan), status, evals
+
+
+def _tangent_in(primal, tangent):
+    """A tangent usable in ``jax.jvp``: float0 for integer/bool leaves, zeros if missing."""
+    if jnp.issubdtype(jnp.result_type(primal), jnp.inexact):
+        if jnp.result_type(tangent) == jax.dtypes.float0:
+            return jnp.zeros_like(primal)
+        return tangent
+    return np.zeros(jnp.shape(primal), jax.dtypes.float0)
 
 
 @_solve.defjvp
-def _solve_jvp(fun, max_iter, max_step, primals, tangents):
-    theta, lower, upper, x0, ftol, xtol = primals
-    x, status, it = _solve(fun, theta, lower, upper, x0, ftol, xtol, max_iter, max_step)
-    dtheta = jax.tree.map(
-        lambda t, d: jnp.zeros_like(t) if jnp.result_type(d) == jax.dtypes.float0 else d,
-        theta,
-        tangents[0],
-    )
-    g_theta = jax.jvp(lambda th: fun(x, th), (theta,), (dtheta,))[1]
-    g_x = jax.jvp(lambda v: fun(v, theta), (x,), (jnp.ones_like(x),))[1]
+def _solve_jvp(fun, opts, primals, tangents):
+    theta, lower, upper, x0, ftol, xtol, xrtol, increasing = primals
+    x, status, evals = _solve(fun, theta, lower, upper, x0, ftol, xtol, xrtol, increasing, opts)
+    ok = status == OK
+    # Where the solve failed, evaluate at a finite point, so that a zero cotangent there
+    # does not meet a NaN coefficient in reverse mode.
+    x_at = jnp.where(ok, x, jnp.clip(x0, lower, upper))
+    dtheta = jax.tree.map(_tangent_in, theta, tangents[0])
+    if opts[1]:  # fun returns a Residual
+        res, dres = jax.jvp(lambda th: fun(x_at, th), (theta,), (dtheta,))
+        g_x, g_theta = res.slope, dres.value
+    else:
+        g_theta = jax.jvp(lambda th: fun(x_at, th), (theta,), (dtheta,))[1]
+        g_x = jax.jvp(lambda v: fun(v, theta), (x_at,), (jnp.ones_like(x_at),))[1]
+    tan = jnp.where(ok, -g_theta / jnp.where(ok, g_x, 1.0), jnp.nan)
     zero = np.zeros(jnp.shape(status), jax.dtypes.float0)
-    return (x, status, it), (-g_theta / g_x, zero, zero)
+    return (x, status, evals), (tan, zero, zero)
 
 
 class Root(NamedTuple):
@@ -152,7 +381,7 @@ class Root(NamedTuple):
 
 
 def find_root(
-    fun: Callable[[jax.Array, Any], jax.Array],
+    fun: Callable[[jax.Array, Any], Any],
     theta: Any,
     lower,
     upper,
@@ -160,39 +389,75 @@ def find_root(
     *,
     ftol,
     xtol=1e-12,
+    xrtol=0.0,
+    side: Literal["safe", "any"] = "safe",
+    increasing=False,
+    residual: bool = False,
     max_iter: int = 100,
     max_step: float = 2.0,
 ) -> Root:
-    """Smallest safe ``x`` (``g(x, θ) ≤ 0``) for a decreasing residual, with ``g ≥ −ftol``.
+    """Root of a monotone residual ``g(x, θ)`` in ``[lower, upper]``, elementwise.
+
+    See the module docstring for the iteration, the stopping rules and the derivatives.
 
     Args:
-      fun: ``g(x, θ)``, decreasing in the scalar ``x``; traced with jax (jvp).
+      fun: ``g(x, θ)`` for ``x`` of the broadcast shape of the bounds, start and
+        tolerances (elementwise); traced with jax. Returns an array, or a
+        :class:`Residual` when ``residual`` is True. Its parameters should come in
+        through ``θ``, not a closure (derivatives flow through ``θ`` only).
       theta: pytree of parameters; the returned ``x`` is differentiable in them.
-      lower, upper: search interval for ``x``.
-      x0: starting point (clipped to the interval).
-      ftol: ``g`` in ``[−ftol, 0]`` stops the iteration.
-      xtol: a bracket narrower than this stops it too (``g`` has a jump at the root).
+      lower, upper: search interval (may be ±inf).
+      x0: starting point (clipped to the interval). The batch shape is the broadcast
+        shape of ``lower``, ``upper``, ``x0``, the tolerances and ``increasing``
+        (``θ``'s shape does not enter it).
+      ftol: tolerance on ``g``: ``side="safe"`` stops in ``[−tol, 0]``, ``"any"`` when
+        ``|g| ≤ tol``, with ``tol = max(ftol, noise)``.
+      xtol, xrtol: a bracket (or, with ``side="any"``, a step) shorter than
+        ``xtol + xrtol·|x|`` stops it too.
+      side: ``"safe"`` (the evaluated point nearest the root with ``g ≤ 0``) or
+        ``"any"`` (an ordinary root); static.
+      increasing: True (or a bool array) where ``g`` increases in ``x``.
+      residual: ``fun`` returns a :class:`Residual` (own slope, noise, step); static.
       max_iter: most evaluations of ``g`` (static); max_step: largest step in ``x`` (static).
 
     Returns:
-      :class:`Root`. ``x`` is safe whenever ``status == OK`` and NaN otherwise.
+      :class:`Root` of the broadcast shape. ``x`` is NaN unless ``status == OK``.
 
     Example:
       >>> import jax.numpy as jnp
       >>> r = find_root(lambda x, c: c - x**3, 2.0, 0.0, 4.0, 1.0, ftol=1e-12)
       >>> bool(abs(r.x - 2.0 ** (1 / 3)) < 1e-6), int(r.status)
       (True, 0)
+      >>> c = jnp.array([0.0, 1.0])
+      >>> r = find_root(lambda x, c: jnp.log(x) - c, c, 1e-3, 10.0, jnp.ones(2), ftol=0.0,
+      ...               side="any", increasing=True)
+      >>> [round(float(v), 6) for v in r.x]
+      [1.0, 2.718282]
     """
+    if side not in _SIDES:
+        raise ValueError(f"side must be one of {_SIDES}, got {side!r}")
     theta = jax.tree.map(jnp.asarray, theta)
-    lower, upper, x0, ftol, xtol = (jnp.asarray(v) for v in (lower, upper, x0, ftol, xtol))
-    x, status, it = _solve(fun, theta, lower, upper, x0, ftol, xtol, int(max_iter), float(max_step))
-    return Root(x, status, it)
+    lower, upper, x0, ftol, xtol, xrtol = (
+        jnp.asarray(v) for v in (lower, upper, x0, ftol, xtol, xrtol)
+    )
+    if isinstance(increasing, (bool, np.bool_)):
+        direction, increasing = bool(increasing), jnp.zeros((), bool)
+    else:
+        direction, increasing = None, jnp.asarray(increasing, bool)
+    opts = (side, bool(residual), int(max_iter), float(max_step), direction)
+    x, status, evals = _solve(fun, theta, lower, upper, x0, ftol, xtol, xrtol, increasing, opts)
+    return Root(x, status, evals)
 
 
 def raise_for_status(status, *, what: str, x=None, max_iter: int | None = None) -> None:
-    """Raise a ``ValueError`` naming ``what`` unless ``status`` is :data:`OK` (eager)."""
-    status = int(status)
-    if status == OK:
+    """Raise a ``ValueError`` naming ``what`` unless ``status`` is :data:`OK` (eager).
+
+    ``status`` may be an array: the first failing element is reported.
+    """
+    status = np.asarray(status)
+    bad = status != OK
+    if not np.any(bad):
         return
-    msg = _MESSAGES.get(status, "failed (status {status})")
-    raise ValueError(f"{what}: " + msg.format(what=what, x=x, max_iter=max_iter, status=status))
+    code = int(status[bad].flat[0]) if status.ndim else int(status)
+    msg = _MESSAGES.get(code, "failed (status {status})")
+    raise ValueError(f"{what}: " + msg.format(what=what, x=x, max_iter=max_iter, status=code))

@@ -124,7 +124,7 @@ def sweep(
 
     Args:
       fn: a function of one point, traceable by ``jit``/``vmap`` (e.g.
-        ``lambda s: profile.glrt_epsilon(1e-5, 1.0 / s, 10)``); it may return a
+        ``lambda s: profile.epsilon(1e-5, 1.0 / s, 10, adversary="glrt")``); it may return a
         pytree of arrays. The compiled program is cached per ``(fn, in_axes,
         devices)``: pass the same function object (not a fresh ``lambda``) to reuse it.
       *args: arguments of ``fn``; those mapped (``in_axes`` 0) carry the batch on

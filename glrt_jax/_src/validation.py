@@ -8,6 +8,7 @@ and out-of-domain inputs produce NaN, following the jax.scipy conventions.
 from __future__ import annotations
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 
@@ -51,3 +52,12 @@ def check_choice(name: str, value, choices: tuple) -> None:
     """Raise ValueError unless ``value`` is one of ``choices`` (a string option)."""
     if not isinstance(value, str) or value not in choices:
         raise ValueError(f"{name} must be one of {choices}; got {value!r}")
+
+
+def check_x64(what: str) -> None:
+    """Raise ValueError unless 64-bit floats are enabled (``what`` names the caller)."""
+    if jnp.asarray(1.0).dtype != jnp.float64:
+        raise ValueError(
+            f"{what} needs 64-bit floats for its guarantees: enable them with "
+            'jax.config.update("jax_enable_x64", True) or run inside jax.enable_x64().'
+        )

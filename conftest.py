@@ -1,3 +1,5 @@
+"""Test configuration for tests/ and the docstring examples in glrt_jax/ (float64 on)."""
+
 import jax
 import pytest
 

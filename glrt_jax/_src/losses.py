@@ -1,0 +1,248 @@
+"""Per-round privacy losses of the (Poisson-subsampled) Gaussian mechanism: tail masses.
+
+What is composed
+----------------
+A *round* is one release of the (optionally Poisson-subsampled) Gaussian mechanism.
+Its privacy is described by a dominating pair ``(P, Q)``; the privacy loss is
+``L = log dP/dQ`` and, for a composition of independent rounds,
+
+    δ(ε) = E_P[(1 − e^{ε − S})_+],    S = L_1 + … + L_N  (L_i independent under P).
+
+Base pairs (``μ = Δ/σ``, ``λ = μ²``):
+
+* NPO: ``P = N(μ, 1)``, ``Q = N(0, 1)``; ``L = μx − μ²/2`` is Gaussian.
+* GLRT (per round): the adversary sees only the magnitude statistic
+  ``T = ‖y‖²/σ²``: ``P = ncx2(d, λ)``, ``Q = χ²_d``. The loss
+  ``ℓ(t) = −λ/2 + log ₀F₁(; d/2; λt/4)`` is increasing in ``t`` (for ``d = 1``,
+  ``ℓ(t) = −λ/2 + log cosh √(λt)``), so the mass of ``P`` or ``Q`` between two loss
+  levels is a difference of tail probabilities at ``ℓ⁻¹(level)``.
+
+Neighbouring relations and subsampling with rate ``q``:
+
+* ``"add_remove"``: remove pair ``(qP + (1−q)Q, Q)`` and add pair
+  ``(Q, qP + (1−q)Q)``. Each direction is composed over all rounds and the larger
+  δ(ε) (equivalently ε(δ)) of the two is reported.
+* ``"replace_one"``: the records ``x`` and ``x'`` each contribute at most ``Δ`` in
+  norm (``Δ`` is the per-record bound, e.g. the clipping norm, so the replace
+  sensitivity is up to ``2Δ``). NPO: the pair is
+  ``(qN(μ,1) + (1−q)N(0,1), qN(−μ,1) + (1−q)N(0,1))`` (antipodal contributions);
+  it is symmetric, so one direction suffices. GLRT: the magnitude statistic only
+  sees the norms of the two contributions; we use the extreme pair in which one
+  record contributes ``Δ`` and the other ``0``, which gives the remove and add pairs
+  above (the tests check numerically that intermediate norms are dominated).
+
+Threat model: rounds are independent and each round's view is that round's
+output alone; for GLRT the adversary re-estimates the direction in every round
+(it sees ``‖y_i‖²`` per round). This is *not* the shared-direction composition of
+the paper's Theorem 2, where the adversary averages the rounds first
+(``λ_total = NΔ²/σ²``); that case has a closed form and lives in :mod:`glrt_jax._src.accountant`.
+
+This module gives, for loss levels ``x``, the four tail masses of one round
+(:func:`segment_tails`), the directions composed for a neighbouring relation
+(:func:`directions`) and the loss range holding all but a given mass
+(:func:`probe_ranges`); :mod:`glrt_jax._src.composition` builds on them.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+from jax.scipy.special import erfc
+
+from glrt_jax._src import ncx2
+from glrt_jax._src.llr import threshold
+from glrt_jax._src.ncx2 import _log1mexp
+
+_LOG2 = math.log(2.0)
+_SQRT_HALF = math.sqrt(0.5)
+# Bisection steps for the per-round loss range.
+_BISECT_ITERS = 80
+
+
+def _normal_tails(a):
+    """(Φ(−a), Φ(a)), each with full relative accuracy where it is the smaller one."""
+    small = 0.5 * erfc(jnp.abs(a) * _SQRT_HALF)
+    pos = a >= 0
+    return jnp.where(pos, small, 1.0 - small), jnp.where(pos, 1.0 - small, small)
+
+
+def _mix(q, a, b):
+    return q * a + (1.0 - q) * b
+
+
+def _limits(top):
+    """Tails (P[L>b], P[L≤b], Q[L>b], Q[L≤b]) at a level beyond the support."""
+    sf = jnp.where(top, 0.0, 1.0)
+    return sf, 1.0 - sf, sf, 1.0 - sf
+
+
+# ---------------------------------------------------------------------------
+# Base pairs: (P[L > b], P[L ≤ b], Q[L > b], Q[L ≤ b]) for the base loss L
+# ---------------------------------------------------------------------------
+
+
+def _npo_base_tails(mu, b):
+    """P = N(μ, 1), Q = N(0, 1): L = μx − μ²/2 ~ N(±μ²/2, μ²)."""
+    fin = jnp.isfinite(b)
+    z = jnp.where(fin, b, 0.0) / mu
+    # One erfc for both distributions (keeps the compiled program small).
+    s, f = _normal_tails(jnp.stack([z - 0.5 * mu, z + 0.5 * mu]))
+    lims = _limits(b > 0)
+    out = (s[0], f[0], s[1], f[1])
+    return tuple(jnp.where(fin, o, lim) for o, lim in zip(out, lims, strict=True))
+
+
+def _glrt1_base_tails(mu, b):
+    """d = 1: T = Y² with Y ~ N(μ, 1) under P; ℓ(t) = −λ/2 + log cosh(μ √t)."""
+    v = b + 0.5 * mu * mu
+    pos = (v > 0) & jnp.isfinite(v)
+    vs = jnp.where(pos, v, 1.0)
+    # √t = arccosh(e^v)/μ, arccosh(e^v) = v + log(1 + √(1 − e^{−2v})).
+    r = (vs + jnp.log1p(jnp.sqrt(-jnp.expm1(-2.0 * vs)))) / mu
+    e = erfc(jnp.stack([r, jnp.abs(r - mu), r + mu]) * _SQRT_HALF)
+    sq = e[0]  # Q[T > t] = 2Φ(−√t)
+    fq = 1.0 - e[0]
+    small = 0.5 * e[1]
+    above = jnp.where(r >= mu, small, 1.0 - small)  # Φ(μ − r)
+    below = jnp.where(r >= mu, 1.0 - small, small)  # Φ(r − μ)
+    mirror = 0.5 * e[2]  # Φ(−r − μ)
+    sp = above + mirror
+    fp = jnp.maximum(below - mirror, 0.0)
+    lims = _limits(jnp.isposinf(v))
+    return tuple(jnp.where(pos, o, lim) for o, lim in zip((sp, fp, sq, fq), lims, strict=True))
+
+
+def _glrtd_base_tails(mu, b, d):
+    """General d through glrt_jax.ncx2: tails of T at t = ℓ⁻¹(b)."""
+    lam = mu * mu
+    v = b + 0.5 * lam
+    pos = (v > 0) & jnp.isfinite(v)
+    vf = jnp.clip(jnp.where(jnp.isfinite(v), v, 0.0), 1e-12 * lam, None)
+    t = threshold(vf - 0.5 * lam, lam, float(d))
+    # One logsf call for P = ncx2(d, λ) and Q = χ²_d together; the cdf is its
+    # complement, used only where it is the larger tail.
+    nc = jnp.stack([jnp.broadcast_to(lam, t.shape), jnp.zeros_like(t)])
+    log_sf = ncx2.logsf(jnp.stack([t, t]), float(d), nc)
+    sf, cdf = jnp.exp(log_sf), -jnp.expm1(log_sf)
+    out = (sf[0], cdf[0], sf[1], cdf[1])
+    lims = _limits(jnp.isposinf(v))
+    return tuple(jnp.where(pos, o, lim) for o, lim in zip(out, lims, strict=True))
+
+
+def _base_tails(adversary, d, mu, b):
+    if adversary == "npo":
+        return _npo_base_tails(mu, b)
+    if d == 1:
+        return _glrt1_base_tails(mu, b)
+    return _glrtd_base_tails(mu, b, d)
+
+
+# ---------------------------------------------------------------------------
+# Per-round pairs: tails of the round's loss at levels x
+# ---------------------------------------------------------------------------
+
+
+def _remove_level(y, exp_neg_y, q):
+    """Base level b with log(1 − q + q e^b) = y (valid for y > log(1 − q))."""
+    valid = y > jnp.log1p(-q)
+    b = (
+        jnp.where(valid, y, 1.0)
+        - jnp.log(q)
+        + jnp.log1p(-(1.0 - q) * jnp.where(valid, exp_neg_y, 0.0))
+    )
+    return valid, jnp.where(valid, b, -jnp.inf)
+
+
+def _replace_threshold(v, mu, q):
+    """z with log[(q e^{μz−μ²/2} + 1−q)/(q e^{−μz−μ²/2} + 1−q)] = v (odd in v).
+
+    With u = e^{μ|z|}, a = q e^{−μ²/2}, c = 1 − q: a u² − c(e^{|v|} − 1)u − a e^{|v|} = 0,
+    so log u = |v| − log 2a + log(α + √(α² + β²)), α = c(1 − e^{−|v|}), β = 2a e^{−|v|/2}.
+    """
+    log_2a = _LOG2 + jnp.log(q) - 0.5 * mu * mu
+    c = 1.0 - q
+    av = jnp.abs(v)
+    pos = (av > 0) & (c > 0)
+    la = jnp.where(
+        pos, jnp.log(jnp.where(pos, c, 1.0)) + _log1mexp(-jnp.where(pos, av, 1.0)), -jnp.inf
+    )
+    lb = log_2a - 0.5 * av
+    lm = jnp.maximum(la, lb)
+    ra, rb = jnp.exp(la - lm), jnp.exp(lb - lm)
+    g = lm + jnp.log(ra + jnp.sqrt(ra * ra + rb * rb))
+    return jnp.sign(v) * (av - log_2a + g) / mu
+
+
+def segment_tails(adversary, d, mu, q, x, is_add, exp_x=None):
+    """Tails of the round's loss at levels ``x`` (1-D; several segments concatenated).
+
+    Returns ``(P'[L' > x], P'[L' ≤ x], Q'[L' > x], Q'[L' ≤ x])``. ``is_add`` marks the
+    add direction, elementwise (``None`` for the replace pair). ``exp_x`` is ``e^x`` if
+    already at hand.
+
+    * remove: ``(qP + (1−q)Q, Q)``, ``L' = log(1 − q + q e^L)`` (increasing in L);
+    * add: ``(Q, qP + (1−q)Q)``, ``L' = −log(1 − q + q e^L)`` (decreasing in L);
+    * replace (NPO): ``(qN(μ) + (1−q)N(0), qN(−μ) + (1−q)N(0))``.
+    """
+    if is_add is None:
+        z = _replace_threshold(x, mu, q)
+        s_plus, f_plus = _normal_tails(z - mu)
+        s_zero, f_zero = _normal_tails(z)
+        s_minus, f_minus = _normal_tails(z + mu)
+        return (
+            _mix(q, s_plus, s_zero),
+            _mix(q, f_plus, f_zero),
+            _mix(q, s_minus, s_zero),
+            _mix(q, f_minus, f_zero),
+        )
+    exp_x = jnp.exp(jnp.clip(x, -700.0, 700.0)) if exp_x is None else exp_x
+    valid, b = _remove_level(jnp.where(is_add, -x, x), jnp.where(is_add, exp_x, 1.0 / exp_x), q)
+    sp, fp, sq, fq = _base_tails(adversary, d, mu, b)
+    msp, mfp = _mix(q, sp, sq), _mix(q, fp, fq)
+    # add: L'' > x  ⇔  L < b
+    tails = (
+        jnp.where(is_add, fq, msp),
+        jnp.where(is_add, sq, mfp),
+        jnp.where(is_add, mfp, sq),
+        jnp.where(is_add, msp, fq),
+    )
+    # Outside the support: remove levels lie below it, add levels above it.
+    sf_lim = jnp.where(is_add, 0.0, 1.0)
+    lims = (sf_lim, 1.0 - sf_lim, sf_lim, 1.0 - sf_lim)
+    return tuple(jnp.where(valid, t, lim) for t, lim in zip(tails, lims, strict=True))
+
+
+def directions(adversary, neighbouring):
+    if neighbouring == "replace_one" and adversary == "npo":
+        return ("replace",)
+    return ("remove", "add")
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1, 2))
+def probe_ranges(adversary, d, directions, mu, q, m, bound):
+    """Per direction: loss levels with P-tails ≤ m on each side (bisection)."""
+    n_dir = len(directions)
+    is_add = None
+    if "replace" not in directions:
+        is_add = jnp.asarray(np.repeat([k == "add" for k in directions], 2))
+
+    def body(_, carry):
+        lo_a, lo_b, hi_a, hi_b = carry
+        mid_lo, mid_hi = 0.5 * (lo_a + lo_b), 0.5 * (hi_a + hi_b)
+        x = jnp.stack([mid_lo, mid_hi], axis=1).reshape(-1)
+        sp, fp, _, _ = segment_tails(adversary, d, mu, q, x, is_add)
+        fp, sp = fp[0::2], sp[1::2]
+        # lower end: largest x with P'[L' ≤ x] ≤ m; upper end: smallest x with P'[L' > x] ≤ m
+        lo_a, lo_b = jnp.where(fp <= m, mid_lo, lo_a), jnp.where(fp <= m, lo_b, mid_lo)
+        hi_a, hi_b = jnp.where(sp <= m, hi_a, mid_hi), jnp.where(sp <= m, mid_hi, hi_b)
+        return lo_a, lo_b, hi_a, hi_b
+
+    ones = jnp.ones(n_dir)
+    init = (-bound * ones, bound * ones, -bound * ones, bound * ones)
+    lo_a, _, _, hi_b = lax.fori_loop(0, _BISECT_ITERS, body, init)
+    return lo_a, hi_b
