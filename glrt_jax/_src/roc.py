@@ -58,9 +58,9 @@ tests check concavity and ``R_s ≥ max(R, R')`` directly and compare with the u
 hull of densely sampled points. Off the segment we return ``max(R, R')`` rather
 than ``R`` or ``R'`` alone, so ``R_s ≥ max(R, R')`` holds whatever the parameters;
 were the condition ever violated, the symptom would be a loss of concavity there.
-The threshold ``c₁`` is found by
-Newton's method on ``u = log t`` (``ℓ(e^u)`` is increasing and convex, and the
-start ``t₀ = max(d, λ/4)`` lies left of the root); its derivative is not needed:
+The threshold ``c₁`` is found by :func:`glrt_jax._src.llr.threshold` (the library's
+root finder, :func:`glrt_jax._src.solvers.find_root`, with Halley steps on
+``u = log t``); its derivative is not needed:
 by the envelope theorem ``∂τ/∂λ = ∂Ψ_λ(c₁)/∂λ`` at fixed ``c₁``.
 
 Derivatives
