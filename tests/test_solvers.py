@@ -172,19 +172,23 @@ def test_certified_step_ends_without_evaluating_it():
         return solvers.Residual(g, 1.0 / x, step=x * jnp.expm1(-g), step_bound=jnp.zeros_like(g))
 
     c = jnp.array([-1.0, 0.5, 2.0])
-    r = solvers.find_root(
-        exact,
-        c,
-        1e-3,
-        20.0,
-        jnp.ones(3),
-        ftol=0.0,
-        side="any",
-        increasing=True,
-        residual=True,
-        max_iter=1,
-        max_step=20.0,
-    )
+
+    def one_step(fun):
+        return solvers.find_root(
+            fun,
+            c,
+            1e-3,
+            20.0,
+            jnp.ones(3),
+            ftol=0.0,
+            side="any",
+            increasing=True,
+            residual=True,
+            max_iter=1,
+            max_step=20.0,
+        )
+
+    r = one_step(exact)
     np.testing.assert_array_equal(np.asarray(r.status), solvers.OK)
     np.testing.assert_array_equal(np.asarray(r.iterations), 1)
     np.testing.assert_allclose(np.asarray(r.x), np.exp([-1.0, 0.5, 2.0]), rtol=1e-14)
@@ -193,19 +197,7 @@ def test_certified_step_ends_without_evaluating_it():
     def unbounded(x, c):
         return exact(x, c)._replace(step_bound=None)
 
-    r = solvers.find_root(
-        unbounded,
-        c,
-        1e-3,
-        20.0,
-        jnp.ones(3),
-        ftol=0.0,
-        side="any",
-        increasing=True,
-        residual=True,
-        max_iter=1,
-        max_step=20.0,
-    )
+    r = one_step(unbounded)
     np.testing.assert_array_equal(np.asarray(r.status), solvers.MAX_ITER)
     assert np.all(np.isnan(np.asarray(r.x)))
 

@@ -406,17 +406,3 @@ def mu(noise_multiplier, steps=1) -> float:
 
 schedule_epsilon = composition.schedule_epsilon
 schedule_delta = composition.schedule_delta
-
-__all__ = [
-    "NEIGHBOURINGS",
-    "THREAT_MODELS",
-    "Accountant",
-    "Bounds",
-    "Phase",
-    "PrivacyReport",
-    "delta",
-    "epsilon",
-    "mu",
-    "schedule_delta",
-    "schedule_epsilon",
-]
