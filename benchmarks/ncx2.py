@@ -98,10 +98,10 @@ def _throughput(n_sf, n_isf, rng):
 
 
 def _chunk_study(n, nq, chunks, rng):
-    """ns/point of sf and ppf for each CPU chunk size (the library's is ``_CHUNK``)."""
-    from glrt_jax._src import ncx2 as impl
+    """ns/point of sf and ppf for each CPU chunk size (the library's is ``batching.CHUNK``)."""
+    from glrt_jax._src.special import batching
 
-    default = impl._CHUNK
+    default = batching.CHUNK
     print(f"library chunk: {default}\n")
     print("| (df, nc) | fn | " + " | ".join(f"chunk {c}" for c in chunks) + " |")
     print("|---|---|" + "---|" * len(chunks))
@@ -112,7 +112,7 @@ def _chunk_study(n, nq, chunks, rng):
             for name, fn, arg in [("sf", ncx2.sf, x), ("ppf", ncx2.ppf, p)]:
                 cells = []
                 for c in chunks:
-                    impl._CHUNK = c
+                    batching.CHUNK = c
                     jax.clear_caches()  # the chunk size is read when tracing
                     f = jax.jit(lambda v, fn=fn, df=df, nc=nc: fn(v, df, nc))
                     jax.block_until_ready(f(arg))
@@ -120,7 +120,7 @@ def _chunk_study(n, nq, chunks, rng):
                     cells.append(f"{t / arg.shape[0] * 1e9:.0f}")
                 print(f"| ({df:g}, {nc:g}) | {name} | " + " | ".join(cells) + " |", flush=True)
     finally:
-        impl._CHUNK = default
+        batching.CHUNK = default
         jax.clear_caches()
 
 

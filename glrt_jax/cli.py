@@ -133,12 +133,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     r.set_defaults(func=_cmd_report)
 
-    from glrt_jax._src import calibrate_cli as _calibrate_cli
-    from glrt_jax._src import reproduce as _reproduce
+    from glrt_jax._src import calibrate_cli, reproduce_cli
 
-    _calibrate_cli.add_subparser(sub, setup=_enable_x64)
-
-    _reproduce.add_subparser(sub, setup=_enable_x64)
+    calibrate_cli.add_subparser(sub, setup=_enable_x64)
+    reproduce_cli.add_subparser(sub, setup=_enable_x64)
     return parser
 
 

@@ -1,32 +1,29 @@
 """Figures of the paper (matplotlib, Agg canvas): ROC curves, privacy profiles, games.
 
-See :mod:`glrt_jax._src.plotting` for the list of figures and conventions.
+See :mod:`glrt_jax._src.plotting` for the list of figures and conventions. The games
+behind the empirical figures are played by :func:`glrt_jax.audit.run_experiment`.
 """
 
 from glrt_jax._src.plotting import (
     PAPER_DIMS,
-    EmpiricalExperiment,
     clt_figure,
     dimension_roc_figure,
     empirical_roc_figure,
     epsilon_dimension_figure,
     privacy_profile_figure,
     roc_figure,
-    run_experiment,
     subsampling_figure,
     teaser_figure,
 )
 
 __all__ = [
     "PAPER_DIMS",
-    "EmpiricalExperiment",
     "clt_figure",
     "dimension_roc_figure",
     "empirical_roc_figure",
     "epsilon_dimension_figure",
     "privacy_profile_figure",
     "roc_figure",
-    "run_experiment",
     "subsampling_figure",
     "teaser_figure",
 ]

@@ -1,7 +1,9 @@
 """Tests of glrt_jax.audit: Monte Carlo membership-inference games.
 
 Theory curves come from SciPy (a peer library, accurate at these moderate values),
-never from glrt_jax. All keys are fixed, so every test is deterministic; game
+never from glrt_jax; the paper's settings and exact values (docs/design.md §3) come from
+the package's data file (glrt_jax._src.paper_data, checked against the mpmath references
+in tests/test_reproduce.py). All keys are fixed, so every test is deterministic; game
 counts are chosen so that a wrong theory is rejected by a wide margin.
 """
 
@@ -14,10 +16,17 @@ import pytest
 from scipy import optimize, stats
 
 from glrt_jax import audit
+from glrt_jax._src import paper_data
+
+
+def _setting(name):
+    s = paper_data.EXPERIMENTS[name]
+    return (s["sensitivity"], s["sigma"] ** 2, s["steps"], s["d"])
+
 
 # The paper's two experiments: (Δ, σ², N, d).
-PAPER_SCALAR = (1.0, 36.0, 70, 1)
-PAPER_HIGH_DIM = (1.0, 12.25, 50, 50)
+PAPER_SCALAR = _setting("scalar")
+PAPER_HIGH_DIM = _setting("high_dim")
 GAMES = 200_000
 CONFIDENCE = 0.999
 N_THRESHOLDS = 40
@@ -335,7 +344,8 @@ def test_epsilon_lower_bound_below_true_npo(paper_games):
     res, lam = paper_games[1]
     mu = math.sqrt(lam)
     eps_true = npo_epsilon(1e-2, mu)
-    np.testing.assert_allclose(eps_true, 3.6367, atol=1e-4)  # docs/design.md reference
+    exact = float(paper_data.number("scalar_npo").exact)  # docs/design.md reference
+    np.testing.assert_allclose(eps_true, exact, atol=1e-4)
     s0, s1 = res.split("npo")
     roc = audit.empirical_roc(
         s0, s1, quantile_thresholds(s0, s1), confidence=0.95, simultaneous=True
@@ -347,7 +357,8 @@ def test_epsilon_lower_bound_below_true_npo(paper_games):
 def test_epsilon_lower_bound_below_true_glrt(paper_games):
     res, lam = paper_games[1]
     eps_true = glrt_epsilon_grid(1e-2, 1, lam)
-    np.testing.assert_allclose(eps_true, 2.9437, atol=2e-3)  # docs/design.md reference
+    exact = float(paper_data.number("scalar_glrt").exact)  # docs/design.md reference
+    np.testing.assert_allclose(eps_true, exact, atol=2e-3)
     s0, s1 = res.split("glrt")
     roc = audit.empirical_roc(
         s0, s1, quantile_thresholds(s0, s1), confidence=0.95, simultaneous=True
@@ -440,3 +451,15 @@ def test_roc_and_epsilon_reject_bad_input():
             audit.empirical_epsilon_lower_bound(roc, delta)
     with pytest.raises(ValueError, match="adversary"):
         audit.run_game(KEY, **BASE).split("oracle")
+
+
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        (dict(sensitivity=1.0, sigma=-1.0, steps=2), "sigma"),
+        (dict(sensitivity=1.0, sigma=1.0, steps=2, games=1), "games"),
+    ],
+)
+def test_run_experiment_rejects_bad_input(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        audit.run_experiment(KEY, **kwargs)

@@ -199,7 +199,7 @@ _CONTOUR_Z = [-14.0, -11.0, -4.0, -1.1, -0.9, -1e-3, 0.0, 1e-3, 0.9, 1.1, 3.9, 4
 
 @pytest.mark.parametrize("df,nc", [(400.0, 0.0), (100.0, 500.0), (300.0, 1e3), (3.0, 2e4)])
 def test_contour_rule_against_mpmath(df, nc):
-    from glrt_jax._src import ncx2 as impl
+    from glrt_jax._src.special import contour as impl
 
     ref = _mp_reference()
     mean, sd = df + nc, math.sqrt(2 * (df + 2 * nc))
@@ -207,7 +207,7 @@ def test_contour_rule_against_mpmath(df, nc):
     x = x[x > 0]
     xj = jnp.asarray(x)
     k, lam = jnp.full_like(xj, df), jnp.full_like(xj, nc)
-    ltail, upper, lpdf, slope, ok = (np.asarray(v) for v in impl._contour(xj, k, lam, True))
+    ltail, upper, lpdf, slope, ok = (np.asarray(v) for v in impl.contour(xj, k, lam, True))
     # The rule must be usable at most of these points, or this test tests nothing.
     assert int(ok.sum()) >= len(x) // 2, ok
     got = {n: np.asarray(getattr(ncx2, n)(xj, df, nc)) for n in ("logsf", "logcdf", "logpdf")}
@@ -245,7 +245,7 @@ def test_pdf_slope_against_mpmath(df, nc):
     Each tail's evaluation returns the slope where the quantile solver uses it: the
     sf side from the mean up, the cdf side from the mean down.
     """
-    from glrt_jax._src import ncx2 as impl
+    from glrt_jax._src.special import dispatch as impl
 
     ref = _mp_reference()
     mean, sd = df + nc, math.sqrt(2 * (df + 2 * nc))
@@ -254,7 +254,7 @@ def test_pdf_slope_against_mpmath(df, nc):
         x = x[x > 0]
         xj = jnp.asarray(x)
         k, lam = jnp.full_like(xj, df), jnp.full_like(xj, nc)
-        ev = impl._eval_logsf if side == "sf" else impl._eval_logcdf
+        ev = impl.eval_logsf if side == "sf" else impl.eval_logcdf
         slope = np.asarray(ev(xj, k, lam, True)[2])
         for xi, g in zip(x, slope, strict=True):
             want = ref.evaluate(float(xi), df, nc)
@@ -264,12 +264,12 @@ def test_pdf_slope_against_mpmath(df, nc):
 
 def test_stirlerr_against_mpmath():
     """Loader's stirlerr, both the lgamma path and the whole-number table."""
-    from glrt_jax._src import ncx2 as impl
+    from glrt_jax._src import numerics as impl
 
     n = np.concatenate([np.arange(1.0, 21.0), [0.5, 2.5, 7.25, 14.9, 15.1, 100.5]])
     whole = n == np.floor(n)
-    general = np.asarray(impl._stirlerr(jnp.asarray(n)))
-    table = np.asarray(impl._stirlerr(jnp.asarray(n[whole]), integer=True))
+    general = np.asarray(impl.stirlerr(jnp.asarray(n)))
+    table = np.asarray(impl.stirlerr(jnp.asarray(n[whole]), integer=True))
     for i, v in enumerate(n):
         r = mp.loggamma(v + 1) - (v + mp.mpf(1) / 2) * mp.log(v) + v - mp.log(2 * mp.pi) / 2
         # Absolute: it enters log prefactors additively (lgamma rounding).
@@ -282,7 +282,7 @@ def test_stirlerr_against_mpmath():
 @pytest.mark.parametrize("nc", [0.0, 1e-4, 0.25, 1.0, 36.0, 900.0])
 def test_df1_cdf_short_interval_against_mpmath(nc):
     """df = 1 near x = 0, where Q(a − b) − Q(a + b) cancels: the quadrature branch."""
-    from glrt_jax._src import ncx2 as impl
+    from glrt_jax._src.special import df1 as impl
 
     a = math.sqrt(nc)
     bs = np.concatenate([np.logspace(-9, 0, 40), [1.5, 3.0]])
@@ -290,7 +290,7 @@ def test_df1_cdf_short_interval_against_mpmath(nc):
     x = bs * bs
     xj = jnp.asarray(x)
     # The closed form serves every one of these points (no mixture fallback).
-    assert bool(np.all(np.asarray(impl._d1_logcdf(xj, jnp.full_like(xj, nc))[1])))
+    assert bool(np.all(np.asarray(impl.logcdf(xj, jnp.full_like(xj, nc))[1])))
     got_log = np.asarray(ncx2.logcdf(xj, 1.0, nc))
     got = np.asarray(ncx2.cdf(xj, 1.0, nc))
     for i, xi in enumerate(x):
@@ -457,14 +457,14 @@ def test_chunking_matches_one_pass(chunk):
     The chunk size differs per platform (1024 on CPU, 2**22 on accelerators), so the
     padding and reassembly are checked here at sizes this CPU run would not pick.
     """
-    from glrt_jax._src import ncx2 as impl
+    from glrt_jax._src.special import batching, dispatch
 
     rng = np.random.default_rng(3)
     x = jnp.asarray(rng.uniform(0.0, 150.0, 250))
     df = jnp.asarray(rng.choice([1.0, 3.0, 10.0], 250))
     nc = jnp.asarray(rng.choice([0.0, 1.0, 36.0], 250))
-    (whole,) = impl._kernel_logsf(x, df, nc)
-    (chunked,) = impl._map_chunks(impl._kernel_logsf, chunk, x, df, nc)
+    (whole,) = dispatch.kernel_logsf(x, df, nc)
+    (chunked,) = batching.map_chunks(dispatch.kernel_logsf, chunk, x, df, nc)
     assert chunked.shape == whole.shape
     # Not bit-identical: a chunk's loops run until its own slowest point is done, so
     # points may add a few more (negligible) terms in one layout than in the other.
@@ -478,7 +478,7 @@ def test_lower_tail_start_against_scipy():
     within 4 % of scipy's ppf, and on this grid it serves most lower-tail points
     for small df, where Sankaran's approximation is off by factors up to e^90.
     """
-    from glrt_jax._src import ncx2 as impl
+    from glrt_jax._src.special import quantile as impl
 
     p = np.logspace(-12, math.log10(0.5), 40)
     used = 0
@@ -487,7 +487,7 @@ def test_lower_tail_start_against_scipy():
             ref = stats.ncx2.ppf(p, df, nc) if nc > 0 else stats.chi2.ppf(p, df)
             log_x, neglected = (
                 np.asarray(v)
-                for v in impl._lower_asymptote(jnp.log(jnp.asarray(p)), jnp.asarray(df), nc)
+                for v in impl.lower_asymptote(jnp.log(jnp.asarray(p)), jnp.asarray(df), nc)
             )
             ok = neglected <= 0.2
             used += int(ok.sum())
@@ -501,12 +501,12 @@ def test_lower_tail_start_refined_on_saddle_point(df, nc):
     """Where the expansion does not hold, Newton steps on the Lugannani–Rice
     approximation bring Sankaran's lower-tail start (off by up to e^0.7 at
     (10, 36)) within 1 % of scipy's ppf, where the solver's first step is final."""
-    from glrt_jax._src import ncx2 as impl
+    from glrt_jax._src.special import quantile as impl
 
     p = np.logspace(-12, math.log10(0.45), 40)
     ref = stats.ncx2.ppf(p, df, nc) if nc > 0 else stats.chi2.ppf(p, df)
     lq = jnp.log(jnp.asarray(p))
-    u0 = np.asarray(impl._initial_guess(lq, jnp.zeros(p.shape, bool), df, nc))
+    u0 = np.asarray(impl.initial_guess(lq, jnp.zeros(p.shape, bool), df, nc))
     err = np.abs(u0 - np.log(ref))
     assert err.max() <= 1e-2, err.max()
 
@@ -518,7 +518,7 @@ def test_taylor_step_against_mpmath(df, nc):
     inversion are under test), the step to x0·e^t must recover t to rounding when
     |t| ≤ 5e-3, and its error bound must cover the true error wherever it claims
     convergence."""
-    from glrt_jax._src import ncx2 as impl
+    from glrt_jax._src.special import quantile as impl
 
     ref = _mp_reference()
     mean, sd = df + nc, math.sqrt(2 * (df + 2 * nc))
@@ -535,7 +535,7 @@ def test_taylor_step_against_mpmath(df, nc):
                 c = float(ref.evaluate(x1, df, nc)[key] - at0[key])
                 t, err, _ = (
                     float(v)
-                    for v in impl._taylor_step(
+                    for v in impl.taylor_step(
                         jnp.asarray(c),
                         jnp.asarray(float(at0[key])),
                         jnp.asarray(float(at0["logpdf"])),
@@ -564,11 +564,11 @@ def test_one_evaluation_per_quantile(df, nc, monkeypatch):
     """On the benchmark cases the solver's first step is already final: with a
     single evaluation allowed, quantiles at p in [1e-12, 0.5] (both tails) agree
     with the unrestricted solver and with scipy."""
-    from glrt_jax._src import ncx2 as impl
+    from glrt_jax._src.special import quantile as impl
 
     p = np.exp(np.linspace(math.log(1e-12), math.log(0.5), 61))
     full = {fn: np.asarray(getattr(ncx2, fn)(p, df, nc)) for fn in ("ppf", "isf")}
-    monkeypatch.setattr(impl, "_NEWTON_ITERS", 1)
+    monkeypatch.setattr(impl, "NEWTON_ITERS", 1)
     jax.clear_caches()
     try:
         for fn in ("ppf", "isf"):

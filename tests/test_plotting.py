@@ -1,19 +1,26 @@
 """Tests of glrt_jax.plotting: the figures draw the right curves and validate their input.
 
 References come from SciPy (a peer library) and from the exact values of docs/design.md §3
-(mpmath), never from glrt_jax. The curve data are read back from the returned figures.
+(mpmath; read from the package's data file, checked against the mpmath references in
+tests/test_reproduce.py), never computed by glrt_jax. The curve data are read back from the
+returned figures.
 Every figure uses the same few array shapes, so the kernels compile once per session.
 """
 
 import re
 
-import jax
 import numpy as np
 import pytest
 from matplotlib.figure import Figure
 from scipy import stats
 
 from glrt_jax import plotting
+from glrt_jax._src import paper_data
+
+
+def _exact(row_id):
+    """The exact ε of a paper number (docs/design.md §3, mpmath)."""
+    return float(paper_data.number(row_id).exact)
 
 
 def _lines(ax):
@@ -77,22 +84,22 @@ def test_roc_figure_legend_epsilons(roc_fig):
         return stats.norm.cdf(-e + 0.5) - np.exp(e) * stats.norm.cdf(-e - 0.5)
 
     assert eps_npo == pytest.approx(brentq(lambda e: npo_delta(e) - 1e-4, 0, 10), abs=6e-3)
-    assert eps_glrt == pytest.approx(3.1114, abs=6e-3)  # docs/design.md §3 (mpmath)
+    assert eps_glrt == pytest.approx(_exact("dof_d1"), abs=6e-3)  # docs/design.md §3 (mpmath)
 
 
 def test_teaser_uses_corrected_setting():
     fig = plotting.teaser_figure()
     npo, glrt = _legend(fig.axes[0])
-    assert _eps_in(npo) == pytest.approx(0.9501, abs=6e-3)  # docs/design.md §3
-    assert _eps_in(glrt) == pytest.approx(0.3768, abs=6e-3)
+    assert _eps_in(npo) == pytest.approx(_exact("teaser_npo"), abs=6e-3)  # docs/design.md §3
+    assert _eps_in(glrt) == pytest.approx(_exact("teaser_glrt"), abs=6e-3)
     assert "0.3" in fig.axes[0].get_title()
 
 
 def test_dimension_figures():
     fig = plotting.dimension_roc_figure(d=(1, 30))
     texts = _legend(fig.axes[0])
-    assert _eps_in(texts[1]) == pytest.approx(3.1114, abs=6e-3)
-    assert _eps_in(texts[2]) == pytest.approx(0.4612, abs=6e-3)
+    assert _eps_in(texts[1]) == pytest.approx(_exact("dof_d1"), abs=6e-3)
+    assert _eps_in(texts[2]) == pytest.approx(_exact("dof_d30"), abs=6e-3)
     fig = plotting.epsilon_dimension_figure(d=(1, 2, 30))
     d, eps = fig.axes[0].lines[0].get_xdata(), fig.axes[0].lines[0].get_ydata()
     np.testing.assert_array_equal(d, [1, 2, 30])
@@ -125,10 +132,6 @@ def test_clt_figure_exact_curves_near_gdp_limit():
         (lambda: plotting.clt_figure(steps=2.5), "steps"),
         (lambda: plotting.privacy_profile_figure(mu=0.0), "mu"),
         (lambda: plotting.subsampling_figure(sampling_rate=1.5), "sampling_rate"),
-        (lambda: plotting.run_experiment(jax.random.key(0), sensitivity=1.0, sigma=-1.0,
-                                         steps=2), "sigma"),
-        (lambda: plotting.run_experiment(jax.random.key(0), sensitivity=1.0, sigma=1.0,
-                                         steps=2, games=1), "games"),
         (lambda: plotting.empirical_roc_figure(None), "experiment"),
     ],
 )  # fmt: skip

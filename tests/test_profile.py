@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from glrt_jax import profile
+from glrt_jax._src import paper_data
 
 REF = pathlib.Path(__file__).parent / "reference" / "profile_refs.json"
 # Every GLRT call in this file has at most BATCH points: the public functions pad their
@@ -21,18 +22,11 @@ REF = pathlib.Path(__file__).parent / "reference" / "profile_refs.json"
 BATCH = 16
 
 
-# (description, adversary, delta, mu, d, exact value from docs/design.md §3 (mpmath, 50 digits))
+# (description, adversary, delta, mu, d, exact value from docs/design.md §3 (mpmath, 50 digits)),
+# read from the package's data file (checked against the mpmath references in
+# tests/test_reproduce.py).
 DESIGN_TABLE = [
-    ("teaser NPO", "npo", 1e-4, 0.3, None, "0.9501"),
-    ("teaser NPO at 0.5", "npo", 1e-4, 0.5, None, "1.6981"),
-    ("teaser GLRT d=1", "glrt", 1e-4, 0.3, 1, "0.3768"),
-    ("Delta=sigma^2=1, d=1", "glrt", 1e-4, 1.0, 1, "3.1114"),
-    ("Delta=sigma^2=1, d=30", "glrt", 1e-4, 1.0, 30, "0.4612"),
-    ("sigma^2=36, N=70, d=1", "glrt", 1e-2, math.sqrt(70 / 36), 1, "2.9437"),
-    ("sigma^2=36, N=70, NPO", "npo", 1e-2, math.sqrt(70 / 36), None, "3.6367"),
-    ("sigma^2=12.25, N=50, d=50", "glrt", 1e-2, math.sqrt(50 / 12.25), 50, "0.7599"),
-    ("sigma^2=12.25, N=50, d=1", "glrt", 1e-2, math.sqrt(50 / 12.25), 1, "5.3907"),
-    ("sigma^2=12.25, N=50, NPO", "npo", 1e-2, math.sqrt(50 / 12.25), None, "6.0839"),
+    (row.id, row.adversary, row.delta, row.mu, row.d, row.exact) for row in paper_data.PAPER_NUMBERS
 ]
 
 

@@ -1,35 +1,64 @@
 """Tests of ``glrt-jax reproduce``: every figure and numbers.md, on a tiny setting.
 
 The expected numbers are docs/design.md §3 (mpmath, 50 digits) and the independent
-subsampling references of docs/design.md §2, copied here from the design notes, not
-from the code under test.
+subsampling references of docs/design.md §2, read from the package's data file
+``glrt_jax/data/paper_numbers.json`` (:mod:`glrt_jax._src.paper_data`), not computed
+by the code under test. ``test_paper_numbers_match_mpmath_references`` checks that
+file's exact values against the 40-digit mpmath values of
+``tests/reference/profile_refs.json``.
 """
 
 import argparse
 import io
+import json
+import math
+import pathlib
 import re
+from decimal import ROUND_HALF_EVEN, Decimal
 
 import jax
 import pytest
 
-from glrt_jax._src import reproduce
+from glrt_jax._src import paper_data, reproduce, reproduce_cli
 
 # docs/design.md §3: (setting, adversary) -> exact ε, four decimals.
-EXACT = {
-    ("Δ/σ = 0.3", "NPO"): 0.9501,
-    ("Δ/σ = 0.3", "GLRT d = 1"): 0.3768,
-    ("Δ/σ = 0.5 (as captioned)", "NPO"): 1.6981,
-    ("Δ = σ² = 1", "GLRT d = 1"): 3.1114,
-    ("Δ = σ² = 1", "GLRT d = 30"): 0.4612,
-    ("Δ = 1, σ² = 36, N = 70", "GLRT d = 1"): 2.9437,
-    ("Δ = 1, σ² = 36, N = 70", "NPO"): 3.6367,
-    ("Δ = 1, σ² = 12.25, N = 50", "GLRT d = 50"): 0.7599,
-    ("Δ = 1, σ² = 12.25, N = 50", "GLRT d = 1"): 5.3907,
-    ("Δ = 1, σ² = 12.25, N = 50", "NPO"): 6.0839,
-}
+EXACT = {(row.setting, row.label): float(row.exact) for row in paper_data.PAPER_NUMBERS}
 # docs/design.md §2: Δ = 1, σ = 6, Poisson rate 0.2, 100 rounds, δ = 1e-5.
-SUBSAMPLING = {"NPO": 1.312, "GLRT d = 1": 0.143}
+SUBSAMPLING = {
+    "NPO": float(paper_data.SUBSAMPLING_REFERENCE["npo"]),
+    "GLRT d = 1": float(paper_data.SUBSAMPLING_REFERENCE["glrt"]),
+}
+PROFILE_REFS = pathlib.Path(__file__).parent / "reference" / "profile_refs.json"
 PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def test_paper_numbers_match_mpmath_references():
+    """The data file's settings and exact values are those of the independent mpmath run."""
+    refs = [r for r in json.loads(PROFILE_REFS.read_text())["paper"] if "design_value" in r]
+    rows = paper_data.PAPER_NUMBERS
+    assert len(rows) == len(refs) == 10
+    assert len({row.id for row in rows}) == len(rows)
+
+    def key(adversary, d, sensitivity, sigma2, steps, delta):
+        return (adversary, d, float(sensitivity), float(sigma2), int(steps), float(delta))
+
+    by_setting = {key(r["adversary"], r["d"], r["Delta"], r["sigma2"], r["N"], r["delta"]): r
+                  for r in refs}  # fmt: skip
+    assert len(by_setting) == len(refs)
+    for row in rows:
+        ref = by_setting.pop(
+            key(row.adversary, row.d, row.sensitivity, row.sigma2, row.steps, row.delta)
+        )
+        assert (row.d is None) == (row.adversary == "npo"), row.id
+        # The 40-digit value, rounded to the data file's four decimals, is its exact value.
+        digits = Decimal(ref["eps"]).quantize(Decimal(row.exact), rounding=ROUND_HALF_EVEN)
+        assert str(digits) == row.exact == ref["design_value"], row.id
+        assert math.isclose(row.mu, float(ref["mu"]), rel_tol=1e-15), row.id
+        # The paper's two printed decimals are within a rounding of the exact value, except
+        # where the data file notes an erratum.
+        off = abs(float(row.paper) - float(ref["eps"]))
+        assert (off <= 0.01) != row.note.startswith("erratum"), row.id
+    assert not by_setting
 
 
 def _table(text, header):
@@ -90,16 +119,16 @@ def test_progress_bar(outputs):
 
 
 def test_numbers_markdown_flags_disagreement():
-    ours = [r_exact + 0.01 for r_exact in (float(r.exact) for r in reproduce.PAPER_NUMBERS)]
+    ours = [r_exact + 0.01 for r_exact in (float(r.exact) for r in paper_data.PAPER_NUMBERS)]
     text = reproduce.numbers_markdown(ours)
-    assert text.count("**no**") == len(reproduce.PAPER_NUMBERS)
+    assert text.count("**no**") == len(paper_data.PAPER_NUMBERS)
     with pytest.raises(ValueError, match="ours"):
         reproduce.numbers_markdown(ours[:-1])
 
 
 def _parser():
     parser = argparse.ArgumentParser(prog="glrt-jax")
-    reproduce.add_subparser(parser.add_subparsers(dest="command", required=True))
+    reproduce_cli.add_subparser(parser.add_subparsers(dest="command", required=True))
     return parser
 
 
@@ -118,7 +147,7 @@ def test_cli(tmp_path, capsys):
 def test_cli_setup_hook_runs_first(tmp_path):
     calls = []
     parser = argparse.ArgumentParser(prog="glrt-jax")
-    reproduce.add_subparser(parser.add_subparsers(), setup=lambda: calls.append("setup"))
+    reproduce_cli.add_subparser(parser.add_subparsers(), setup=lambda: calls.append("setup"))
     args = parser.parse_args(["reproduce", "--out", str(tmp_path), "--only", "teaser", "--quiet"])
     assert args.func(args) == 0 and calls == ["setup"]
 

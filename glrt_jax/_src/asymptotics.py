@@ -39,8 +39,8 @@ from jax import lax
 from jax.scipy.special import ndtr, ndtri
 from jax.typing import ArrayLike
 
-from glrt_jax._src.roc import _check_alpha, _check_d, _float_dtype
-from glrt_jax._src.validation import check_range
+from glrt_jax._src.numerics import float_dtype
+from glrt_jax._src.validation import check_alpha, check_d, check_range
 
 __all__ = ["clt_mu", "clt_roc", "clt_roc_swapped"]
 
@@ -49,11 +49,11 @@ def _check_mechanism(sensitivity, sigma, steps, d) -> None:
     check_range("sensitivity", sensitivity, lo=0.0)
     check_range("sigma", sigma, lo=0.0, lo_open=True)
     check_range("steps", steps, lo=1.0, integer=True)
-    _check_d(d)
+    check_d(d)
 
 
 def _prepare(*args):
-    dtype = _float_dtype(*args)
+    dtype = float_dtype(*args)
     return [lax.convert_element_type(jnp.asarray(a), dtype) for a in args]
 
 
@@ -160,7 +160,7 @@ def clt_roc(
       >>> bool(abs(approx - exact) < 0.01)
       True
     """
-    _check_alpha(alpha)
+    check_alpha(alpha)
     _check_mechanism(sensitivity, sigma, steps, d)
     args = _prepare(alpha, sensitivity, sigma, steps, d)
     return _clt_roc_impl(*args, refined=bool(refined), swapped=False)
@@ -203,7 +203,7 @@ def clt_roc_swapped(
       >>> bool(0.1 < rp < r)
       True
     """
-    _check_alpha(alpha)
+    check_alpha(alpha)
     _check_mechanism(sensitivity, sigma, steps, d)
     args = _prepare(alpha, sensitivity, sigma, steps, d)
     return _clt_roc_impl(*args, refined=bool(refined), swapped=True)

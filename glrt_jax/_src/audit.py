@@ -1,8 +1,12 @@
 """Monte Carlo membership-inference games against the Gaussian mechanism.
 
-This module reproduces the empirical game of the paper's *Numerical Experiments*
-section and turns its outcome into an empirical ROC curve with confidence bands
-and an empirical lower bound on ε.
+This module owns the empirical side of the paper: it plays the game of the paper's
+*Numerical Experiments* section (:func:`run_game`), turns its outcome into an
+empirical ROC curve with confidence bands (:func:`empirical_roc`,
+:func:`clopper_pearson`) and an empirical lower bound on ε
+(:func:`empirical_epsilon_lower_bound`), and runs the paper's whole experiment for
+both adversaries (:func:`run_experiment` → :class:`EmpiricalExperiment`, drawn by
+:func:`glrt_jax.plotting.empirical_roc_figure`).
 
 The game
 --------
@@ -101,14 +105,18 @@ from jax.scipy.special import betainc, ndtri
 from jax.typing import ArrayLike
 
 from glrt_jax._src import solvers
+from glrt_jax._src.numerics import float_dtype
 from glrt_jax._src.shapes import bucket
+from glrt_jax._src.validation import check_int, check_range
 
 __all__ = [
+    "EmpiricalExperiment",
     "GameResult",
     "RocEstimate",
     "clopper_pearson",
     "empirical_epsilon_lower_bound",
     "empirical_roc",
+    "run_experiment",
     "run_game",
 ]
 
@@ -166,13 +174,6 @@ def _check_values(name: str, x, *, lower: float, strict: bool, upper: float | No
 
 def _check_probability(name: str, x, *, closed_low: bool) -> None:
     _check_values(name, x, lower=0.0, strict=not closed_low, upper=1.0)
-
-
-def _float_dtype(*args):
-    dtype = jnp.result_type(*args)
-    if not jnp.issubdtype(dtype, jnp.floating):
-        dtype = jnp.result_type(float)
-    return dtype
 
 
 # ---------------------------------------------------------------------------
@@ -410,7 +411,7 @@ def run_game(
     sig, sen, steps = _prepare_rounds(sigma, sensitivity, steps)
     _check_values("sigma", sig, lower=0.0, strict=True)
     _check_values("sensitivity", sen, lower=0.0, strict=False)
-    dtype = _float_dtype(sig, sen)
+    dtype = float_dtype(sig, sen)
     sig = jnp.broadcast_to(sig.astype(dtype), (steps,))
     sen = jnp.broadcast_to(sen.astype(dtype), (steps,))
 
@@ -745,7 +746,7 @@ def empirical_roc(
             raise ValueError(f"{name} must not contain NaN")
         arrays[name] = arr
     stats0, stats1, thresholds = arrays["stats0"], arrays["stats1"], arrays["thresholds"]
-    dtype = _float_dtype(stats0, stats1, thresholds)
+    dtype = float_dtype(stats0, stats1, thresholds)
     thresholds = thresholds.astype(dtype)
     num = thresholds.shape[0]
     # Pad the thresholds to a power of two (at least 64): fewer recompilations.
@@ -853,3 +854,132 @@ def _eps_lb_jit(roc, delta):
     # Round down: a few ulps of the log and of the ratio.
     tiny = 4 * jnp.finfo(dtype).eps * (1 + eps)
     return jnp.maximum(eps - tiny, 0.0)
+
+
+# ---------------------------------------------------------------------------
+# The paper's experiment: games, both adversaries' ROC and ε lower bounds
+# ---------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class EmpiricalExperiment:
+    """Outcome of the paper's membership-inference experiment (see :func:`run_experiment`).
+
+    Attributes:
+      sensitivity, sigma, steps, d, games: the setting.
+      mu: ``√λ`` with ``λ = steps Δ²/σ²``, the signal-to-noise of the composed game.
+      roc: empirical ROC of the GLRT adversary's test ``‖ȳ‖² > c²``
+        (:class:`RocEstimate`, pointwise Clopper–Pearson bands); ``roc.swap()`` is
+        the empirical ``R'``.
+      roc_npo: the same for the NPO adversary's statistic.
+      delta: the δ of the empirical lower bounds.
+      epsilon_lower, epsilon_lower_npo: empirical lower bounds on ε at ``delta``
+        for the GLRT and NPO adversaries, from simultaneous (Bonferroni)
+        Clopper–Pearson bands at the experiment's confidence level
+        (:func:`empirical_epsilon_lower_bound`). If the theory is right they lie
+        below the theoretical ε with that probability.
+    """
+
+    sensitivity: float
+    sigma: float
+    steps: int
+    d: int
+    games: int
+    mu: float
+    roc: RocEstimate
+    roc_npo: RocEstimate
+    delta: float
+    epsilon_lower: float
+    epsilon_lower_npo: float
+
+
+def _quantile_thresholds(stats0, stats1, count: int) -> np.ndarray:
+    pooled = np.concatenate([np.asarray(stats0), np.asarray(stats1)])
+    levels = (np.arange(count) + 0.5) / count
+    return np.quantile(pooled, levels)
+
+
+def run_experiment(
+    key: jax.Array,
+    *,
+    sensitivity: float,
+    sigma: float,
+    steps: int,
+    d: int = 1,
+    games: int = 1000,
+    thresholds: int = 100,
+    confidence: float = 0.95,
+    method: Method = "direct",
+    delta: float = 1e-2,
+) -> EmpiricalExperiment:
+    """Play the paper's membership-inference game and estimate both adversaries' ROC.
+
+    A fair coin picks ``D`` or ``D'`` in each game; the mechanism releases ``steps``
+    outputs ``y_i ~ N(b Δ u, σ² I_d)`` and the GLRT adversary thresholds
+    ``‖ȳ‖²`` (in units of ``σ²/N``, :func:`run_game`) at ``thresholds`` cut-offs
+    (quantiles of the pooled statistics). The paper uses 1000 games and 100
+    cut-offs. Eager (not jittable).
+
+    Args:
+      key: a ``jax.random`` key.
+      sensitivity: ``Δ ≥ 0``. sigma: ``σ > 0``. steps: ``N ≥ 1``. d: ``d ≥ 1``.
+      games: number of games (``≥ 2``). thresholds: number of cut-offs (``≥ 2``).
+      confidence: level of the pointwise Clopper–Pearson bands, in ``(0, 1)``.
+      method: ``"direct"`` (draw every ``y_i``, as the paper) or ``"sufficient"``
+        (exact sampling of the statistics; see :func:`run_game`).
+      delta: δ in ``[0, 1)`` of the empirical lower bounds on ε.
+
+    Returns:
+      An :class:`EmpiricalExperiment`.
+
+    Raises:
+      ValueError: for out-of-range arguments (named), or all games on one side of
+        the coin (increase ``games``).
+
+    Example:
+      >>> import jax
+      >>> from glrt_jax import audit
+      >>> exp = audit.run_experiment(jax.random.key(0), sensitivity=1.0, sigma=6.0,
+      ...                            steps=70, games=200, thresholds=20)
+      >>> exp.roc.fpr.shape
+      (20,)
+    """
+    check_range("sensitivity", sensitivity, lo=0.0)
+    check_range("sigma", sigma, lo=0.0, lo_open=True)
+    steps = check_int("steps", steps)
+    d = check_int("d", d)
+    games = check_int("games", games, lo=2)
+    thresholds = check_int("thresholds", thresholds, lo=2)
+    check_range("confidence", confidence, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
+    check_range("delta", delta, lo=0.0, hi=1.0, hi_open=True)
+    sensitivity, sigma = float(np.asarray(sensitivity)), float(np.asarray(sigma))
+    result = run_game(
+        key,
+        sigma=sigma,
+        sensitivity=sensitivity,
+        steps=steps,
+        d=d,
+        games=games,
+        method=method,
+        balanced=True,
+    )
+    rocs, lower = [], []
+    for adversary in ("glrt", "npo"):
+        s0, s1 = result.split(adversary)
+        t = _quantile_thresholds(s0, s1, thresholds)
+        rocs.append(empirical_roc(s0, s1, t, confidence=confidence))
+        simultaneous = empirical_roc(s0, s1, t, confidence=confidence, simultaneous=True)
+        lower.append(float(empirical_epsilon_lower_bound(simultaneous, delta)))
+    return EmpiricalExperiment(
+        sensitivity=sensitivity,
+        sigma=sigma,
+        steps=steps,
+        d=d,
+        games=games,
+        mu=math.sqrt(float(result.noncentrality)),
+        roc=rocs[0],
+        roc_npo=rocs[1],
+        delta=float(delta),
+        epsilon_lower=lower[0],
+        epsilon_lower_npo=lower[1],
+    )

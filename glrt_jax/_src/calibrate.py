@@ -1,5 +1,12 @@
 """Noise calibration: σ ↔ ε inversion for NPO and GLRT, jittable and differentiable.
 
+This module owns the front-ends: :func:`noise_multiplier`, :func:`for_delta`,
+:func:`max_sampling_rate`, :func:`max_steps` and :func:`calibrate` (both adversaries
+side by side, :class:`Calibration`). They validate their arguments, choose the
+accountant and the initial guess, and hand one problem to the solve of
+:mod:`glrt_jax._src.calibration_solve` (bracketed Newton on ``log σ``, implicit
+derivatives, jit and vmap; its docstring describes the solver).
+
 What is solved
 --------------
 For a training run of ``N = steps`` rounds of the (Poisson-subsampled, rate ``q``)
@@ -26,46 +33,19 @@ Accountants (which ``ε(σ)``):
 * ``threat_model="shared"``: the ``N`` releases share one unknown direction (paper,
   Theorem 2): ``λ = N/σ²`` in the closed forms of :mod:`glrt_jax.profile`. No
   subsampling.
-
-Solver
-------
-With ``u = log σ`` (``u = −log q`` for the sampling rate) the residual
-``g(u) = ε(e^u) − ε*(1 − rtol/2)`` is decreasing; :func:`glrt_jax._src.solvers.find_root`
-(bracketed, safeguarded Newton with forward-mode slopes) returns the smallest ``u``
-found with ``g ≤ 0`` once ``g ≥ −rtol·ε*/4``. The engine's certified bound can jump by
-up to about its ``tol`` where its internal choices (tilt, window) change with σ; a root
-at such a jump ends with a bracket narrower than 1e-12 in ``u`` and the safe end
-returned (then the gap to the target is the jump, at most about ``tol·ε*``). This is a
-one-dimensional root, so no optimiser library is involved.
-
-Derivatives of the returned σ do not flow through the loop: the solver's ``custom_jvp``
-applies the implicit function theorem to ``g(u, θ) = 0``,
-``du/dθ = −(∂g/∂θ)/(∂g/∂u)``, for θ = target ε (or δ), δ (or ε) and ``q`` (or σ).
-
-jit and vmap
-------------
-Everything is jittable and vmappable. Eagerly, the engine's sizes (per-round points and
-frequency nodes) are chosen for ``tol`` at the solution (re-solved if the solution asks
-for other sizes than the guess did) and the search interval is widened until it holds
-the root. Under jit the sizes are :data:`glrt_jax.accountant.JIT_SIZES` unless
-``points``/``nodes`` are given, the interval is ``sigma_bounds`` (default: a factor 55
-either side of a CLT guess), and failures (no σ in the interval, non-convergence,
-invalid input) give NaN instead of an error.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
-from typing import NamedTuple
 
 import jax
-import jax.extend
 import jax.numpy as jnp
 import numpy as np
 
-from glrt_jax._src import composition, profile, solvers
+from glrt_jax._src import composition, profile
+from glrt_jax._src.calibration_solve import Problem, f64, is_traced, make_theta, solve
 from glrt_jax._src.composition import validate_sizes
 from glrt_jax._src.validation import (
     ADVERSARIES,
@@ -85,108 +65,10 @@ __all__ = [
     "noise_multiplier",
 ]
 
-# Half-width of the default search interval in log σ (or −log q), and how often an eager
-# search moves it before giving up.
-_HALF_WIDTH = 4.0
-_MAX_MOVES = 6
-
 
 # ---------------------------------------------------------------------------
-# Problems: residual g(u, θ) for each quantity and accountant
+# Validation and initial guesses
 # ---------------------------------------------------------------------------
-
-
-class _Problem(NamedTuple):
-    """Static description of one calibration problem (hashable: shapes the program)."""
-
-    quantity: str  # "sigma_for_epsilon", "sigma_for_delta", "q_for_epsilon"
-    adversary: str
-    d: int  # static for the engine (0 for the closed forms, where d is data)
-    neighbouring: str
-    closed: bool  # closed forms vs the composition engine
-    points: int
-    nodes: int
-    max_iter: int
-
-
-def _residual(problem: _Problem, u, theta):
-    """g(u, θ): decreasing in u; the solution is its root.
-
-    θ = (target, other, knob, steps, d, tol, rtol), all float64 scalars (data, so that
-    one compilation serves every N, d, tolerance).
-    """
-    target, other, knob, steps, d, tol, rtol = theta
-    if problem.quantity == "q_for_epsilon":
-        sigma, q = knob, jnp.exp(-u)
-    else:
-        sigma, q = jnp.exp(u), knob
-    if problem.closed:
-        mu = jnp.sqrt(steps) / sigma
-    else:
-        kw = dict(
-            adversary=problem.adversary,
-            d=problem.d,
-            neighbouring=problem.neighbouring,
-            B=problem.points,
-            J=problem.nodes,
-        )
-        phases = ((1.0 / sigma)[None], q[None], steps.astype(jnp.int64)[None])
-    if problem.quantity == "sigma_for_delta":
-        aim = jnp.log(target) - 0.5 * rtol
-        if problem.closed:
-            if problem.adversary == "npo":
-                val = profile._npo_log_delta(other, mu)
-            else:
-                val = profile._glrt_log_delta(other, mu * mu, d)
-        else:
-            bounds, _ = composition.compose_query(*phases, other, tol, query="delta", **kw)
-            val = jnp.log(bounds.upper)
-        return val - aim
-    aim = target * (1.0 - 0.5 * rtol)
-    if problem.closed:
-        log_delta = jnp.log(other)
-        if problem.adversary == "npo":
-            val = profile._npo_epsilon(log_delta, mu)
-        else:
-            val = profile._glrt_epsilon(log_delta, mu, d)
-    else:
-        val = composition.compose_query(*phases, other, tol, query="epsilon", **kw)[0].upper
-    return val - aim
-
-
-def _theta(target, other, knob, steps, d, tol, rtol):
-    """The data of :func:`_residual`, as float64 scalars (``steps``, ``d``: integers)."""
-    return tuple(_f64(v) for v in (target, other, knob, int(steps), int(d), tol, rtol))
-
-
-def _ftol(problem, theta):
-    """Stopping tolerance in units of g: rtol·ε*/4 (ε targets), rtol/4 (log δ targets)."""
-    target, rtol = theta[0], theta[-1]
-    if problem.quantity == "sigma_for_delta":
-        return 0.25 * rtol
-    return 0.25 * rtol * target
-
-
-@functools.partial(jax.jit, static_argnums=(0,))
-def _solve(problem, theta, lower, upper, u0):
-    return solvers.find_root(
-        functools.partial(_residual, problem),
-        theta,
-        lower,
-        upper,
-        u0,
-        ftol=_ftol(problem, theta),
-        max_iter=problem.max_iter,
-    )
-
-
-# ---------------------------------------------------------------------------
-# Validation, initial guesses and the eager driver
-# ---------------------------------------------------------------------------
-
-
-def _is_traced(*values):
-    return any(isinstance(v, jax.core.Tracer) for v in values)
 
 
 def _check_common(steps, d, adversary, threat_model, neighbouring, rtol, max_iter):
@@ -203,7 +85,7 @@ def _check_common(steps, d, adversary, threat_model, neighbouring, rtol, max_ite
 
 def _is_closed(sampling_rate, adversary, threat_model, neighbouring):
     if threat_model == "shared":
-        if _is_traced(sampling_rate) or np.any(np.asarray(sampling_rate) != 1.0):
+        if is_traced(sampling_rate) or np.any(np.asarray(sampling_rate) != 1.0):
             raise ValueError(
                 "threat_model='shared' (Theorem 2) covers releases without subsampling: "
                 f"sampling_rate must be 1, got {sampling_rate!r}; use threat_model='per_round'"
@@ -214,131 +96,24 @@ def _is_closed(sampling_rate, adversary, threat_model, neighbouring):
     return (
         adversary == "npo"
         and neighbouring == "add_remove"
-        and not _is_traced(sampling_rate)
+        and not is_traced(sampling_rate)
         and np.all(np.asarray(sampling_rate) == 1.0)
     )
 
 
-def _f64(x):
-    return jnp.asarray(x, jnp.float64)
-
-
 def _log_sigma_guess(eps, delta, steps, q):
     """Rough log σ: the analytic one-round bound, amplified by the CLT of subsampling."""
-    eps = jnp.maximum(_f64(eps), 1e-3)
-    dl = jnp.minimum(_f64(delta), 0.5)
+    eps = jnp.maximum(f64(eps), 1e-3)
+    dl = jnp.minimum(f64(delta), 0.5)
     mu = eps / jnp.sqrt(2.0 * jnp.log(1.25 / dl) + 2.0 * eps)  # μ-GDP budget (approx.)
-    return -0.5 * jnp.log(jnp.log1p(mu * mu / (_f64(q) ** 2 * steps)))
+    return -0.5 * jnp.log(jnp.log1p(mu * mu / (f64(q) ** 2 * steps)))
 
 
 def _log_rate_guess(eps, delta, steps, sigma):
     """Rough −log q from the CLT relation q ≈ μ / √(N (e^{1/σ²} − 1))."""
-    mu = jnp.maximum(_f64(eps), 1e-3) / jnp.sqrt(
-        2.0 * jnp.log(1.25 / jnp.minimum(_f64(delta), 0.5))
-    )
-    q = mu / jnp.sqrt(steps * jnp.expm1(jnp.minimum(1.0 / _f64(sigma) ** 2, 700.0)))
+    mu = jnp.maximum(f64(eps), 1e-3) / jnp.sqrt(2.0 * jnp.log(1.25 / jnp.minimum(f64(delta), 0.5)))
+    q = mu / jnp.sqrt(steps * jnp.expm1(jnp.minimum(1.0 / f64(sigma) ** 2, 700.0)))
     return -jnp.log(jnp.minimum(q, 0.5))
-
-
-def _concrete_or_none(value):
-    """The concrete value behind ``value`` (also under eager autodiff), else None."""
-    try:
-        return np.asarray(jax.extend.core.concrete_or_error(None, value, ""), np.float64)
-    except jax.errors.ConcretizationTypeError:
-        return None
-
-
-_WHAT = {
-    "sigma_for_epsilon": "noise multiplier",
-    "sigma_for_delta": "noise multiplier",
-    "q_for_epsilon": "sampling rate",
-}
-
-
-def _sizes_at(problem, theta, u, tol):
-    """Engine sizes that ``tol`` asks for at ``u`` (eager)."""
-    _, other, knob, steps = (float(v) for v in theta[:4])
-    sigma, q = (knob, math.exp(-u)) if problem.quantity == "q_for_epsilon" else (math.exp(u), knob)
-    query = "delta" if problem.quantity == "sigma_for_delta" else "epsilon"
-    return composition.choose_sizes(
-        _f64([1.0 / sigma]),
-        _f64([q]),
-        jnp.asarray([int(steps)], jnp.int64),
-        _f64(other),
-        _f64(tol),
-        adversary=problem.adversary,
-        d=problem.d,
-        neighbouring=problem.neighbouring,
-        query=query,
-    )
-
-
-def _eager(problem, theta, bounds, guess, tol, auto_sizes):
-    """Solve with concrete θ: move the interval until it holds the root, match sizes.
-
-    Returns ``(u, problem)``; ``problem`` carries the sizes the answer was certified with.
-    ``bounds``: the caller's interval (then never moved), or None.
-    """
-    fixed = bounds is not None
-    lower, upper = bounds if fixed else (guess - _HALF_WIDTH, guess + _HALF_WIDTH)
-    floor = 0.0 if problem.quantity == "q_for_epsilon" else -math.inf  # q ≤ 1
-    lower = max(lower, floor)
-    u0 = min(max(guess, lower), upper)
-    if auto_sizes:
-        b, j = _sizes_at(problem, theta, u0, tol)
-        problem = problem._replace(points=b, nodes=j)
-    for _ in range(_MAX_MOVES):
-        root = _solve(problem, theta, _f64(lower), _f64(upper), _f64(u0))
-        status = int(root.status)
-        if status == solvers.ROOT_BELOW and not fixed and lower > floor:
-            lower, upper, u0 = max(lower - 2 * _HALF_WIDTH, floor), lower + 0.1, lower
-            continue
-        if status == solvers.ROOT_BELOW and lower <= floor:
-            return floor, problem  # q = 1 already meets the target
-        if status == solvers.NO_SAFE and not fixed:
-            lower, upper, u0 = upper - 0.1, upper + 2 * _HALF_WIDTH, upper
-            continue
-        solvers.raise_for_status(status, what=_WHAT[problem.quantity], max_iter=problem.max_iter)
-        u = float(root.x)
-        if not auto_sizes:
-            return u, problem
-        b, j = _sizes_at(problem, theta, u, tol)
-        if (b, j) == (problem.points, problem.nodes):
-            return u, problem
-        problem = problem._replace(points=b, nodes=j)
-        lower, upper, u0 = max(u - 0.5, floor), u + 0.5, u
-    raise ValueError(
-        f"{_WHAT[problem.quantity]}: no root found in the intervals searched "
-        f"(last log-interval [{lower:.3g}, {upper:.3g}]); check the target"
-    )
-
-
-def _run(problem, theta, bounds, guess, tol, auto_sizes):
-    """Eager when θ is concrete (errors named), else one jitted solve (NaN on failure)."""
-    concrete = [_concrete_or_none(v) for v in theta]
-    traced = any(c is None for c in concrete)
-    if traced:
-        lo, hi = bounds if bounds is not None else (guess - _HALF_WIDTH, guess + _HALF_WIDTH)
-        if problem.quantity == "q_for_epsilon":
-            lo = jnp.maximum(lo, 0.0)
-        root = _solve(problem, theta, _f64(lo), _f64(hi), jnp.clip(guess, lo, hi))
-        if problem.quantity == "q_for_epsilon":  # q = 1 already meets the target
-            return jnp.where((root.status == solvers.ROOT_BELOW) & (lo <= 0.0), 0.0, root.x)
-        return root.x
-    for v in concrete:
-        if np.ndim(v) != 0:
-            raise ValueError("eager calibration takes scalars; for arrays use jax.vmap")
-    theta_c = tuple(_f64(c) for c in concrete)
-    guess_c = float(_concrete_or_none(guess))
-    u, problem = _eager(problem, theta_c, bounds, guess_c, tol, auto_sizes)
-    if problem.quantity == "q_for_epsilon" and u <= 0.0:
-        return _f64(0.0)
-    if not any(isinstance(v, jax.core.Tracer) for v in theta):
-        return _f64(u)
-    # Under eager autodiff: one more solve from the answer attaches the implicit derivatives.
-    root = _solve(problem, theta, _f64(u - 1e-3), _f64(u + 1e-3), _f64(u))
-    solvers.raise_for_status(root.status, what=_WHAT[problem.quantity])
-    return root.x
 
 
 # ---------------------------------------------------------------------------
@@ -372,7 +147,7 @@ def _sigma(
         rtol = 1e-9 if closed else 1e-6
     auto = not closed and points is None and nodes is None
     jit_b, jit_j = composition.JIT_SIZES
-    problem = _Problem(
+    problem = Problem(
         quantity,
         adversary,
         0 if closed else int(d),
@@ -382,19 +157,19 @@ def _sigma(
         0 if closed else (nodes or jit_j),
         int(max_iter),
     )
-    theta = _theta(target, other, sampling_rate, steps, d, tol, rtol)
+    theta = make_theta(target, other, sampling_rate, steps, d, tol, rtol)
     if sigma_bounds is not None:
         lo, hi = sigma_bounds
         check_range("sigma_bounds[0]", lo, lo=0.0, lo_open=True)
         check_range("sigma_bounds[1]", hi, lo=0.0, lo_open=True)
-        if not _is_traced(lo, hi) and not lo < hi:
+        if not is_traced(lo, hi) and not lo < hi:
             raise ValueError(f"sigma_bounds must satisfy lo < hi, got {sigma_bounds!r}")
-        sigma_bounds = (jnp.log(_f64(lo)), jnp.log(_f64(hi)))
-        if not _is_traced(*sigma_bounds):
+        sigma_bounds = (jnp.log(f64(lo)), jnp.log(f64(hi)))
+        if not is_traced(*sigma_bounds):
             sigma_bounds = tuple(float(v) for v in sigma_bounds)
     eps, delta = (target, other) if quantity == "sigma_for_epsilon" else (other, target)
     guess = _log_sigma_guess(eps, delta, int(steps), sampling_rate)
-    return jnp.exp(_run(problem, theta, sigma_bounds, guess, tol, auto))
+    return jnp.exp(solve(problem, theta, sigma_bounds, guess, tol, auto))
 
 
 def noise_multiplier(
@@ -416,9 +191,10 @@ def noise_multiplier(
 ) -> jax.Array:
     """Smallest noise multiplier σ (noise std / sensitivity) with ε(σ) ≤ ``target_epsilon``.
 
-    Solves ``ε(σ) = ε*(1 − rtol/2)`` by bracketed Newton on ``log σ`` (see the module
-    docstring) and returns σ with ``ε*(1 − rtol) ≤ ε(σ) ≤ ε*``, where ε is the
-    accountant's certified upper bound (never an underestimate).
+    Solves ``ε(σ) = ε*(1 − rtol/2)`` by bracketed Newton on ``log σ`` (see
+    :mod:`glrt_jax._src.calibration_solve`) and returns σ with
+    ``ε*(1 − rtol) ≤ ε(σ) ≤ ε*``, where ε is the accountant's certified upper bound
+    (never an underestimate).
 
     Args:
       target_epsilon: ε* > 0.
@@ -588,7 +364,7 @@ def max_sampling_rate(
     _check_common(steps, d, adversary, "per_round", neighbouring, rtol, max_iter)
     validate_sizes(tol, points, nodes)
     jit_b, jit_j = composition.JIT_SIZES
-    problem = _Problem(
+    problem = Problem(
         "q_for_epsilon",
         adversary,
         int(d),
@@ -598,18 +374,18 @@ def max_sampling_rate(
         nodes or jit_j,
         int(max_iter),
     )
-    theta = _theta(target_epsilon, delta, noise_multiplier, steps, d, tol, rtol)
+    theta = make_theta(target_epsilon, delta, noise_multiplier, steps, d, tol, rtol)
     bounds = None
     if rate_bounds is not None:
         q_lo, q_hi = rate_bounds
         check_range("rate_bounds[0]", q_lo, lo=0.0, hi=1.0, lo_open=True)
         check_range("rate_bounds[1]", q_hi, lo=0.0, hi=1.0, lo_open=True)
-        bounds = (-jnp.log(_f64(q_hi)), -jnp.log(_f64(q_lo)))
-        if not _is_traced(*bounds):
+        bounds = (-jnp.log(f64(q_hi)), -jnp.log(f64(q_lo)))
+        if not is_traced(*bounds):
             bounds = tuple(float(v) for v in bounds)
     guess = _log_rate_guess(target_epsilon, delta, int(steps), noise_multiplier)
     auto = points is None and nodes is None
-    return jnp.exp(-_run(problem, theta, bounds, guess, tol, auto))
+    return jnp.exp(-solve(problem, theta, bounds, guess, tol, auto))
 
 
 def _epsilon_of_steps(

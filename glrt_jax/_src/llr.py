@@ -19,7 +19,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from glrt_jax._src import solvers
-from glrt_jax._src.ncx2 import _converged
+from glrt_jax._src.numerics import machine_eps, tail_converged
 
 _BLOCK = 8
 _MAX_TERMS = 1_000_000
@@ -45,7 +45,7 @@ def llr(t, lam, d):
     """
     t, lam, d = jnp.broadcast_arrays(t, lam, d)
     dtype = t.dtype
-    eps = float(jnp.finfo(dtype).eps)
+    eps = machine_eps(dtype)
     a = 0.5 * d
     x = 0.25 * lam * jnp.where(jnp.isfinite(t), t, 1.0)
     kp = 2.0 * x / (a + jnp.sqrt(a * a + 4.0 * x))
@@ -66,7 +66,7 @@ def llr(t, lam, d):
             prev = term
             term = term * x / ((k + 1.0) * (a + k))
             k = k + 1.0
-        conv = (term == 0) | ((k > kp) & _converged(term, prev, s0, 0.25 * eps))
+        conv = (term == 0) | ((k > kp) & tail_converged(term, prev, s0, 0.25 * eps))
         new = tuple(
             jnp.where(done, old, v) for old, v in zip(new, (k, term, s0, s1, prev), strict=True)
         )

@@ -56,7 +56,7 @@ from jax.scipy.special import erfc
 
 from glrt_jax._src import ncx2
 from glrt_jax._src.llr import threshold
-from glrt_jax._src.ncx2 import _log1mexp
+from glrt_jax._src.numerics import log1mexp
 
 _LOG2 = math.log(2.0)
 _SQRT_HALF = math.sqrt(0.5)
@@ -169,7 +169,7 @@ def _replace_threshold(v, mu, q):
     av = jnp.abs(v)
     pos = (av > 0) & (c > 0)
     la = jnp.where(
-        pos, jnp.log(jnp.where(pos, c, 1.0)) + _log1mexp(-jnp.where(pos, av, 1.0)), -jnp.inf
+        pos, jnp.log(jnp.where(pos, c, 1.0)) + log1mexp(-jnp.where(pos, av, 1.0)), -jnp.inf
     )
     lb = log_2a - 0.5 * av
     lm = jnp.maximum(la, lb)

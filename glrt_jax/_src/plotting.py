@@ -1,9 +1,14 @@
-"""Figures of the paper, regenerated from the library (matplotlib, Agg canvas, no pyplot).
+"""Figures of the paper, drawn with matplotlib (Agg canvas, no pyplot).
 
-Every function here computes its curves with the public modules of glrt_jax and draws
-them on a fresh :class:`matplotlib.figure.Figure` attached to an Agg canvas; nothing
-touches pyplot's global state or the interactive backend, so the functions are safe in
-scripts, servers, tests and notebooks (display a returned figure with
+This module only draws. Every number it draws comes from
+:mod:`glrt_jax._src.figure_data`, which evaluates :mod:`glrt_jax.roc`,
+:mod:`glrt_jax.profile`, :mod:`glrt_jax.asymptotics` and the composition engine at
+fixed array shapes; the membership-inference games are played by
+:func:`glrt_jax.audit.run_experiment`, whose result :func:`empirical_roc_figure` draws.
+
+Every function draws on a fresh :class:`matplotlib.figure.Figure` attached to an Agg
+canvas; nothing touches pyplot's global state or the interactive backend, so the
+functions are safe in scripts, servers, tests and notebooks (display a returned figure with
 ``IPython.display.display(fig)``). Each function returns the Figure and, when ``path``
 is given, also writes it there (format from the file name's extension).
 
@@ -22,7 +27,7 @@ Figures (paper label → function):
 * ``fig:subsampling`` → :func:`subsampling_figure` (numeric composition,
   :func:`glrt_jax.accountant.schedule_delta`),
 * ``fig:predicted_actual``, ``fig:actual_symmetric_gaussian``, ``fig:high_dimensional``
-  → :func:`run_experiment` + :func:`empirical_roc_figure` (:mod:`glrt_jax.audit`).
+  → :func:`glrt_jax.audit.run_experiment` + :func:`empirical_roc_figure`.
 
 Precision: the curves are computed in the default JAX float type. Enable float64
 (``jax.config.update("jax_enable_x64", True)``) for accurate tails on the log-scale
@@ -31,20 +36,16 @@ panels and for the ε values in the legends; :func:`subsampling_figure` requires
 their arguments and raise ``ValueError`` naming the parameter.
 
 Compilation: all curve evaluations go through a few fixed array shapes (512 points
-per ROC curve, 256 per batch of ε or δ values), so a session compiles each kernel
-once, whatever figures it draws.
+per ROC curve, 256 per batch of ε or δ values; :mod:`glrt_jax._src.figure_data`), so a
+session compiles each kernel once, whatever figures it draws.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import functools
 import math
 import os
 from collections.abc import Sequence
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
 try:
@@ -53,11 +54,19 @@ try:
 except ImportError as err:  # pragma: no cover - depends on the installation
     raise ImportError("glrt_jax.plotting needs matplotlib: pip install 'glrt-jax[plot]'") from err
 
-from glrt_jax._src import asymptotics, audit, composition, profile, roc
-from glrt_jax._src.validation import check_range
+from glrt_jax._src import audit, figure_data
+from glrt_jax._src.figure_data import (
+    alpha_grid,
+    deltas,
+    epsilons,
+    gdp_limit_curve,
+    glrt_curves,
+    npo_curve,
+    symmetrised_curve,
+)
+from glrt_jax._src.validation import check_int, check_range
 
 __all__ = [
-    "EmpiricalExperiment",
     "PAPER_DIMS",
     "clt_figure",
     "dimension_roc_figure",
@@ -65,7 +74,6 @@ __all__ = [
     "epsilon_dimension_figure",
     "privacy_profile_figure",
     "roc_figure",
-    "run_experiment",
     "subsampling_figure",
     "teaser_figure",
 ]
@@ -79,23 +87,10 @@ EMP_COLORS = ("tab:purple", "tab:orange")
 #: Dimensions of the paper's "ε versus d" figure.
 PAPER_DIMS = (1, 2, 5, 10, 20, 50, 100, 200, 300, 500)
 
-# Fixed batch sizes: one compilation per kernel per session.
-_CURVE_POINTS = 512
-_BATCH = 256
-# Points of the composed δ(ε) curves of the subsampling figure.
-_SUBSAMPLING_POINTS = 48
-
 
 # ---------------------------------------------------------------------------
 # Validation and small helpers
 # ---------------------------------------------------------------------------
-
-
-def _check_positive_int(name: str, value, lo: int = 1) -> int:
-    check_range(name, value, lo=float(lo), integer=True)
-    if isinstance(value, bool) or np.ndim(value) != 0:
-        raise ValueError(f"{name} must be an integer in [{lo}, inf); got {value!r}")
-    return int(value)
 
 
 def _check_dims(name: str, d) -> tuple[int, ...]:
@@ -125,53 +120,6 @@ def _finish(fig: Figure, path) -> Figure:
             os.makedirs(directory, exist_ok=True)
         fig.savefig(path, dpi=150)
     return fig
-
-
-def _alpha_grid(alpha_min: float) -> np.ndarray:
-    """``_CURVE_POINTS`` false-positive rates: log-spaced from ``alpha_min`` and linear."""
-    half = _CURVE_POINTS // 2
-    logs = np.geomspace(alpha_min, 1.0, half, endpoint=False)
-    lin = np.linspace(0.0, 1.0, _CURVE_POINTS - half)
-    return np.sort(np.concatenate([logs, lin]))
-
-
-def _glrt_curves(alpha: np.ndarray, mu: float, d: int) -> dict[str, np.ndarray]:
-    """The GLRT curves ``R``, ``R'``, ``R_s`` and the NPO curve on ``alpha`` (NumPy)."""
-    return {
-        "npo": np.asarray(roc.npo(alpha, mu)),
-        "R": np.asarray(roc.glrt(alpha, mu, d)),
-        "R_prime": np.asarray(roc.glrt_swapped(alpha, mu, d)),
-        "R_s": np.asarray(roc.glrt_symmetrised(alpha, mu, d)),
-    }
-
-
-def _padded_call(fn, *columns) -> np.ndarray:
-    """Evaluate an elementwise ``fn`` on 1-D columns padded to a multiple of ``_BATCH``."""
-    cols = [np.atleast_1d(np.asarray(c, dtype=np.float64)) for c in columns]
-    cols = np.broadcast_arrays(*cols)
-    n = cols[0].size
-    size = _BATCH * max(1, -(-n // _BATCH))
-    padded = [np.concatenate([c.ravel(), np.full(size - n, c.ravel()[0])]) for c in cols]
-    return np.asarray(fn(*padded))[:n].reshape(cols[0].shape)
-
-
-def _epsilons(delta, mu, d=None) -> np.ndarray:
-    """ε(δ) of the NPO adversary (``d=None``) or of the GLRT adversary, batched.
-
-    A thin wrapper over :func:`glrt_jax.profile.npo_epsilon` /
-    :func:`glrt_jax.profile.glrt_epsilon` that pads its inputs to a fixed length,
-    so that many calls share one compilation.
-    """
-    if d is None:
-        return _padded_call(profile.npo_epsilon, delta, mu)
-    return _padded_call(profile.glrt_epsilon, delta, mu, d)
-
-
-def _deltas(eps, mu, d=None) -> np.ndarray:
-    """δ(ε) of the NPO (``d=None``) or GLRT adversary, batched (see :func:`_epsilons`)."""
-    if d is None:
-        return _padded_call(profile.npo_delta, eps, mu)
-    return _padded_call(profile.glrt_delta, eps, mu, d)
 
 
 def _eps_label(eps: float, delta: float) -> str:
@@ -241,17 +189,17 @@ def roc_figure(mu, d, path=None, *, delta: float | None = None, alpha_min: float
       2
     """
     check_range("mu", mu, lo=0.0)
-    d = _check_positive_int("d", d)
+    d = check_int("d", d)
     check_range("alpha_min", alpha_min, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
     if delta is not None:
         check_range("delta", delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
     mu = _scalar(mu)
-    alpha = _alpha_grid(alpha_min)
-    c = _glrt_curves(alpha, mu, d)
+    alpha = alpha_grid(alpha_min)
+    c = glrt_curves(alpha, mu, d)
     npo_label, rs_label = r"NPO $R_\mathcal{N}$", r"GLRT $R_s$ (symmetrised)"
     if delta is not None:
-        eps_n = _epsilons(delta, mu)[0]
-        eps_g = _epsilons(delta, mu, d)[0]
+        eps_n = epsilons(delta, mu)[0]
+        eps_g = epsilons(delta, mu, d)[0]
         npo_label += f", {_eps_label(eps_n, delta)}"
         rs_label += f", {_eps_label(eps_g, delta)}"
     fig, axes = _new_figure(2)
@@ -296,13 +244,13 @@ def teaser_figure(mu: float = 0.3, d: int = 1, delta: float = 1e-4, path=None) -
       True
     """
     check_range("mu", mu, lo=0.0)
-    d = _check_positive_int("d", d)
+    d = check_int("d", d)
     check_range("delta", delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
     mu = _scalar(mu)
-    alpha = _alpha_grid(1e-6)
-    c = _glrt_curves(alpha, mu, d)
-    eps_n = _epsilons(delta, mu)[0]
-    eps_g = _epsilons(delta, mu, d)[0]
+    alpha = alpha_grid(1e-6)
+    c = glrt_curves(alpha, mu, d)
+    eps_n = epsilons(delta, mu)[0]
+    eps_g = epsilons(delta, mu, d)[0]
     fig, (ax,) = _new_figure(1)
     _diagonal(ax)
     ax.plot(alpha, c["npo"], color=NPO_COLOR, label=f"NPO adversary, {_eps_label(eps_n, delta)}")
@@ -345,20 +293,20 @@ def dimension_roc_figure(
     d = _check_dims("d", d)
     check_range("delta", delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
     mu = _scalar(mu)
-    alpha = _alpha_grid(1e-6)
-    eps_g = _epsilons(delta, mu, np.asarray(d, np.float64))
-    eps_n = _epsilons(delta, mu)[0]
+    alpha = alpha_grid(1e-6)
+    eps_g = epsilons(delta, mu, np.asarray(d, np.float64))
+    eps_n = epsilons(delta, mu)[0]
     fig, (ax,) = _new_figure(1)
     _diagonal(ax)
     ax.plot(
         alpha,
-        np.asarray(roc.npo(alpha, mu)),
+        npo_curve(alpha, mu),
         color=NPO_COLOR,
         label=f"NPO (any d), {_eps_label(eps_n, delta)}",
     )
     colours = _sequential_colours(len(d))
     for dk, e, col in zip(d, eps_g, colours, strict=True):
-        r_s = np.asarray(roc.glrt_symmetrised(alpha, mu, dk))
+        r_s = symmetrised_curve(alpha, mu, dk)
         ax.plot(alpha, r_s, color=col, label=f"GLRT d = {dk}, {_eps_label(e, delta)}")
     _roc_axes(ax)
     ax.legend(loc="lower right", fontsize="small")
@@ -410,8 +358,8 @@ def epsilon_dimension_figure(
     check_range("delta", delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
     mu = _scalar(mu)
     dk = np.asarray(d, np.float64)
-    eps_g = _epsilons(delta, mu, dk)
-    eps_n = _epsilons(delta, mu)[0]
+    eps_g = epsilons(delta, mu, dk)
+    eps_n = epsilons(delta, mu)[0]
     fig, (ax,) = _new_figure(1)
     ax.plot(dk, eps_g, "o-", color=R_COLOR, label="GLRT adversary")
     ax.axhline(eps_n, color=NPO_COLOR, label=f"NPO adversary (any d): ε = {eps_n:.3g}")
@@ -460,13 +408,13 @@ def clt_figure(
     """
     check_range("sensitivity", sensitivity, lo=0.0)
     check_range("sigma", sigma, lo=0.0, lo_open=True)
-    steps = _check_positive_int("steps", steps)
-    d = _check_positive_int("d", d)
+    steps = check_int("steps", steps)
+    d = check_int("d", d)
     lam = steps * (_scalar(sensitivity) / _scalar(sigma)) ** 2
     mu = math.sqrt(lam)
-    alpha = _alpha_grid(1e-6)
-    c = _glrt_curves(alpha, mu, d)
-    gdp = np.asarray(asymptotics.clt_roc(alpha, sensitivity, sigma, steps, d, refined=False))
+    alpha = alpha_grid(1e-6)
+    c = glrt_curves(alpha, mu, d)
+    gdp = gdp_limit_curve(alpha, sensitivity, sigma, steps, d)
     mu_glrt = lam / math.sqrt(2.0 * d)
     fig, (ax,) = _new_figure(1)
     _diagonal(ax)
@@ -518,13 +466,13 @@ def privacy_profile_figure(
       True
     """
     check_range("mu", mu, lo=0.0, lo_open=True)
-    d = _check_positive_int("d", d)
+    d = check_int("d", d)
     check_range("epsilon_max", epsilon_max, lo=0.0, lo_open=True)
     check_range("delta_min", delta_min, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
     mu = _scalar(mu)
-    eps = np.linspace(0.0, float(epsilon_max), _BATCH)
-    d_n = _deltas(eps, mu)
-    d_g = _deltas(eps, mu, d)
+    eps = np.linspace(0.0, float(epsilon_max), figure_data.BATCH)
+    d_n = deltas(eps, mu)
+    d_g = deltas(eps, mu, d)
     fig, (ax,) = _new_figure(1)
     ax.plot(eps, d_n, color=NPO_COLOR, label="NPO adversary")
     ax.plot(eps, d_g, color=R_COLOR, label=f"GLRT adversary (d = {d})")
@@ -587,12 +535,12 @@ def subsampling_figure(
     check_range("sensitivity", sensitivity, lo=0.0, lo_open=True)
     check_range("sigma", sigma, lo=0.0, lo_open=True)
     check_range("sampling_rate", sampling_rate, lo=0.0, hi=1.0, lo_open=True)
-    steps = _check_positive_int("steps", steps)
-    d = _check_positive_int("d", d)
+    steps = check_int("steps", steps)
+    d = check_int("d", d)
     check_range("delta", delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
     check_range("epsilon_max", epsilon_max, lo=0.0, lo_open=True)
     check_range("tol", tol, lo=1e-7, hi=0.5)
-    prof = _subsampled_profiles(
+    prof = figure_data.subsampled_profiles(
         sensitivity,
         sigma,
         sampling_rate,
@@ -602,7 +550,7 @@ def subsampling_figure(
         epsilon_max=epsilon_max,
         tol=tol,
     )
-    return _draw_subsampling(
+    return draw_subsampling(
         prof,
         sensitivity=sensitivity,
         sigma=sigma,
@@ -614,8 +562,20 @@ def subsampling_figure(
     )
 
 
-def _draw_subsampling(prof, *, sensitivity, sigma, sampling_rate, steps, d, delta, path):
-    """Draw the output of :func:`_subsampled_profiles`."""
+def draw_subsampling(
+    prof, *, sensitivity, sigma, sampling_rate, steps, d, delta, path=None
+) -> Figure:
+    """Draw the subsampling figure from computed profiles (see :func:`subsampling_figure`).
+
+    Args:
+      prof: the output of :func:`glrt_jax._src.figure_data.subsampled_profiles`.
+      sensitivity, sigma, sampling_rate, steps, d, delta: the setting it was
+        computed for (for the legend and the title).
+      path: optional file name.
+
+    Returns:
+      The Figure; the first two lines are NPO then GLRT.
+    """
     epsilon_max = float(prof["eps"][-1])
     fig, (ax,) = _new_figure(1)
     for adversary, colour, name in (("npo", NPO_COLOR, "NPO"), ("glrt", R_COLOR, "GLRT")):
@@ -642,164 +602,9 @@ def _draw_subsampling(prof, *, sensitivity, sigma, sampling_rate, steps, d, delt
     return _finish(fig, path)
 
 
-@functools.partial(jax.jit, static_argnames=("adversary", "d"))
-def _delta_curve(noise_multiplier, sampling_rate, steps, eps, *, adversary, d):
-    """Certified upper bounds on δ at every ε of ``eps``: the engine query, mapped."""
-
-    def one(e):
-        b = composition.schedule_delta(
-            noise_multiplier, sampling_rate, steps, e, d=d, adversary=adversary
-        )
-        return b.upper
-
-    return jax.lax.map(one, eps)  # one query's program, looped: cheap to compile
-
-
-def _subsampled_profiles(sensitivity, sigma, sampling_rate, steps, d, *, delta, epsilon_max, tol):
-    """Upper bounds on δ(ε) on a grid and on ε(δ), NPO and per-round GLRT.
-
-    From the composition engine (:func:`glrt_jax.accountant.schedule_delta` /
-    ``schedule_epsilon``); every number is a certified upper bound. The δ(ε) curve is
-    one compiled ``lax.map`` over ε ∈ (0, ``epsilon_max``] at the engine's jit sizes; the ε
-    at ``delta`` (the legend) is an eager query at the sizes ``tol`` asks for.
-    """
-    eps = np.linspace(0.0, float(epsilon_max), _SUBSAMPLING_POINTS + 1)[1:]
-    nm = _scalar(sigma) / _scalar(sensitivity)
-    q = _scalar(sampling_rate)
-    out = {"eps": eps}
-    for adversary in ("npo", "glrt"):
-        curve = _delta_curve(nm, q, steps, jnp.asarray(eps), adversary=adversary, d=d)
-        e_up = composition.schedule_epsilon(nm, q, steps, delta, d=d, adversary=adversary, tol=tol)
-        out[adversary] = {"delta": np.asarray(curve), "epsilon": float(e_up.upper)}
-    return out
-
-
 # ---------------------------------------------------------------------------
 # Empirical membership-inference games
 # ---------------------------------------------------------------------------
-
-
-@dataclasses.dataclass(frozen=True)
-class EmpiricalExperiment:
-    """Outcome of the paper's membership-inference experiment (see :func:`run_experiment`).
-
-    Attributes:
-      sensitivity, sigma, steps, d, games: the setting.
-      mu: ``√λ`` with ``λ = steps Δ²/σ²``, the signal-to-noise of the composed game.
-      roc: empirical ROC of the GLRT adversary's test ``‖ȳ‖² > c²``
-        (:class:`glrt_jax.audit.RocEstimate`, pointwise Clopper–Pearson bands);
-        ``roc.swap()`` is the empirical ``R'``.
-      roc_npo: the same for the NPO adversary's statistic.
-      delta: the δ of the empirical lower bounds.
-      epsilon_lower, epsilon_lower_npo: empirical lower bounds on ε at ``delta``
-        for the GLRT and NPO adversaries, from simultaneous (Bonferroni)
-        Clopper–Pearson bands at the experiment's confidence level
-        (:func:`glrt_jax.audit.empirical_epsilon_lower_bound`). If the theory is
-        right they lie below the theoretical ε with that probability.
-    """
-
-    sensitivity: float
-    sigma: float
-    steps: int
-    d: int
-    games: int
-    mu: float
-    roc: audit.RocEstimate
-    roc_npo: audit.RocEstimate
-    delta: float
-    epsilon_lower: float
-    epsilon_lower_npo: float
-
-
-def _quantile_thresholds(stats0, stats1, count: int) -> np.ndarray:
-    pooled = np.concatenate([np.asarray(stats0), np.asarray(stats1)])
-    levels = (np.arange(count) + 0.5) / count
-    return np.quantile(pooled, levels)
-
-
-def run_experiment(
-    key: jax.Array,
-    *,
-    sensitivity: float,
-    sigma: float,
-    steps: int,
-    d: int = 1,
-    games: int = 1000,
-    thresholds: int = 100,
-    confidence: float = 0.95,
-    method: str = "direct",
-    delta: float = 1e-2,
-) -> EmpiricalExperiment:
-    """Play the paper's membership-inference game and estimate both adversaries' ROC.
-
-    A fair coin picks ``D`` or ``D'`` in each game; the mechanism releases ``steps``
-    outputs ``y_i ~ N(b Δ u, σ² I_d)`` and the GLRT adversary thresholds
-    ``‖ȳ‖²`` (in units of ``σ²/N``, :func:`glrt_jax.audit.run_game`) at
-    ``thresholds`` cut-offs (quantiles of the pooled statistics). The paper uses
-    1000 games and 100 cut-offs.
-
-    Args:
-      key: a ``jax.random`` key.
-      sensitivity: ``Δ ≥ 0``. sigma: ``σ > 0``. steps: ``N ≥ 1``. d: ``d ≥ 1``.
-      games: number of games (``≥ 2``). thresholds: number of cut-offs (``≥ 2``).
-      confidence: level of the pointwise Clopper–Pearson bands, in ``(0, 1)``.
-      method: ``"direct"`` (draw every ``y_i``, as the paper) or ``"sufficient"``
-        (exact sampling of the statistics; see :func:`glrt_jax.audit.run_game`).
-      delta: δ in ``[0, 1)`` of the empirical lower bounds on ε.
-
-    Returns:
-      An :class:`EmpiricalExperiment`.
-
-    Raises:
-      ValueError: for out-of-range arguments (named), or all games on one side of
-        the coin (increase ``games``).
-
-    Example:
-      >>> import jax
-      >>> from glrt_jax import plotting
-      >>> exp = plotting.run_experiment(jax.random.key(0), sensitivity=1.0, sigma=6.0,
-      ...                               steps=70, games=200, thresholds=20)
-      >>> exp.roc.fpr.shape
-      (20,)
-    """
-    check_range("sensitivity", sensitivity, lo=0.0)
-    check_range("sigma", sigma, lo=0.0, lo_open=True)
-    steps = _check_positive_int("steps", steps)
-    d = _check_positive_int("d", d)
-    games = _check_positive_int("games", games, lo=2)
-    thresholds = _check_positive_int("thresholds", thresholds, lo=2)
-    check_range("confidence", confidence, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
-    check_range("delta", delta, lo=0.0, hi=1.0, hi_open=True)
-    result = audit.run_game(
-        key,
-        sigma=_scalar(sigma),
-        sensitivity=_scalar(sensitivity),
-        steps=steps,
-        d=d,
-        games=games,
-        method=method,
-        balanced=True,
-    )
-    rocs, lower = [], []
-    for adversary in ("glrt", "npo"):
-        s0, s1 = result.split(adversary)
-        t = _quantile_thresholds(s0, s1, thresholds)
-        rocs.append(audit.empirical_roc(s0, s1, t, confidence=confidence))
-        simultaneous = audit.empirical_roc(s0, s1, t, confidence=confidence, simultaneous=True)
-        lower.append(float(audit.empirical_epsilon_lower_bound(simultaneous, delta)))
-    return EmpiricalExperiment(
-        sensitivity=_scalar(sensitivity),
-        sigma=_scalar(sigma),
-        steps=steps,
-        d=d,
-        games=games,
-        mu=math.sqrt(float(result.noncentrality)),
-        roc=rocs[0],
-        roc_npo=rocs[1],
-        delta=float(delta),
-        epsilon_lower=lower[0],
-        epsilon_lower_npo=lower[1],
-    )
 
 
 def _draw_empirical(ax, est, colour, label) -> None:
@@ -819,7 +624,7 @@ _COMPARE = ("theory", "symmetrised", "dimension")
 
 
 def empirical_roc_figure(
-    experiment: EmpiricalExperiment,
+    experiment: audit.EmpiricalExperiment,
     compare: str = "theory",
     path=None,
     *,
@@ -841,7 +646,7 @@ def empirical_roc_figure(
     ``delta`` for the curves shown.
 
     Args:
-      experiment: from :func:`run_experiment`.
+      experiment: from :func:`glrt_jax.audit.run_experiment`.
       compare: ``"theory"``, ``"symmetrised"`` or ``"dimension"``.
       path: optional file name. delta: δ in ``(0, 1)`` for the legend.
 
@@ -854,26 +659,26 @@ def empirical_roc_figure(
     Example:
       >>> import jax
       >>> jax.config.update("jax_enable_x64", True)
-      >>> from glrt_jax import plotting
-      >>> exp = plotting.run_experiment(jax.random.key(0), sensitivity=1.0, sigma=6.0,
-      ...                               steps=70, games=200, thresholds=20)
+      >>> from glrt_jax import audit, plotting
+      >>> exp = audit.run_experiment(jax.random.key(0), sensitivity=1.0, sigma=6.0,
+      ...                            steps=70, games=200, thresholds=20)
       >>> fig = plotting.empirical_roc_figure(exp, "symmetrised")
       >>> len(fig.axes)
       1
     """
     if compare not in _COMPARE:
         raise ValueError(f"compare must be one of {_COMPARE}; got {compare!r}")
-    if not isinstance(experiment, EmpiricalExperiment):
+    if not isinstance(experiment, audit.EmpiricalExperiment):
         raise ValueError(
-            f"experiment must be an EmpiricalExperiment from run_experiment; got "
+            f"experiment must be an EmpiricalExperiment from audit.run_experiment; got "
             f"{type(experiment).__name__}"
         )
     check_range("delta", delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
     mu, d = experiment.mu, experiment.d
-    alpha = _alpha_grid(1e-6)
-    c = _glrt_curves(alpha, mu, d)
-    eps_g, eps_g1 = _epsilons(delta, mu, np.array([float(d), 1.0]))
-    eps_n = _epsilons(delta, mu)[0]
+    alpha = alpha_grid(1e-6)
+    c = glrt_curves(alpha, mu, d)
+    eps_g, eps_g1 = epsilons(delta, mu, np.array([float(d), 1.0]))
+    eps_n = epsilons(delta, mu)[0]
     fig, (ax,) = _new_figure(1)
     _diagonal(ax)
     if compare == "theory":
@@ -887,7 +692,7 @@ def empirical_roc_figure(
             label=rf"theory $R_s$, d = {d}, {_eps_label(eps_g, delta)}",
         )
     if compare == "dimension":
-        r_s1 = np.asarray(roc.glrt_symmetrised(alpha, mu, 1))
+        r_s1 = symmetrised_curve(alpha, mu, 1)
         ax.plot(
             alpha, r_s1, color="black", label=rf"theory $R_s$, d = 1, {_eps_label(eps_g1, delta)}"
         )

@@ -42,7 +42,7 @@ from jax.scipy.special import log_ndtr, ndtri
 
 from glrt_jax._src import ncx2, solvers
 from glrt_jax._src.llr import threshold
-from glrt_jax._src.ncx2 import _log1mexp, _log_poisson
+from glrt_jax._src.numerics import log1mexp, log_poisson
 from glrt_jax._src.shapes import bucketed
 from glrt_jax._src.validation import ADVERSARIES, check_choice, check_range
 
@@ -72,13 +72,13 @@ def _log_ndtr(x):
     return jnp.where(tail, log_tail, log_ndtr(jnp.where(tail, 0.0, x)))
 
 
-def _npo_log_delta(eps, mu):
+def npo_log_delta_kernel(eps, mu):
     """log δ_NPO(ε) in log space; −inf where δ = 0 (μ = 0)."""
     mus = jnp.where(mu > 0, mu, 1.0)
     a = -eps / mus + 0.5 * mus
     b = -eps / mus - 0.5 * mus
     la = _log_ndtr(a)
-    out = la + _log1mexp(jnp.minimum(eps + _log_ndtr(b) - la, 0.0))
+    out = la + log1mexp(jnp.minimum(eps + _log_ndtr(b) - la, 0.0))
     return jnp.where(mu > 0, out, -jnp.inf)
 
 
@@ -133,7 +133,7 @@ def _log_tail_gap(t, d, lam):
     ok = ok & jnp.isfinite(total) & (m > 0)
     ms = jnp.where(m > 0, m, 1.0)
     log_w1 = jnp.log(ms) - ms
-    return _log_poisson(a, y) + log_w1 + jnp.log(total), ok
+    return log_poisson(a, y) + log_w1 + jnp.log(total), ok
 
 
 def _log_delta_branch(eps, log_big, log_small, log_gap, ok):
@@ -145,7 +145,7 @@ def _log_delta_branch(eps, log_big, log_small, log_gap, ok):
     δ = e^{log_small} (e^{log_gap − log_small} − (e^ε − 1)), whose amplification is
     smaller by (1 − e^{−ε}) and whose gap term carries no cancellation.
     """
-    direct = log_big + _log1mexp(jnp.minimum(eps + log_small - log_big, 0.0))
+    direct = log_big + log1mexp(jnp.minimum(eps + log_small - log_big, 0.0))
     x = jnp.exp(jnp.where(ok, log_gap - log_small, 0.0))
     diff = x - jnp.expm1(eps)
     use = ok & (diff > 0) & (diff < _GAP_CANCEL * (1.0 + x))
@@ -202,12 +202,12 @@ def _glrt_parts(eps, lam, d):
 
 
 @jax.custom_jvp
-def _glrt_log_delta(eps, lam, d):
+def glrt_log_delta_kernel(eps, lam, d):
     """log δ_GLRT(ε) at λ = μ²; exact first derivatives in ε and λ (not in d)."""
     return _glrt_parts(eps, lam, d)[0]
 
 
-@_glrt_log_delta.defjvp
+@glrt_log_delta_kernel.defjvp
 def _glrt_log_delta_jvp(primals, tangents):
     eps, lam, d = primals
     t_eps, t_lam, _ = tangents
@@ -233,12 +233,12 @@ def _epsilon_upper(log_target, mu):
 
 def _npo_residual(eps, theta):
     log_target, mu = theta
-    return _npo_log_delta(eps, mu) - log_target
+    return npo_log_delta_kernel(eps, mu) - log_target
 
 
 def _glrt_residual(eps, theta):
     log_target, mu, d = theta
-    return _glrt_log_delta(eps, mu * mu, d) - log_target
+    return glrt_log_delta_kernel(eps, mu * mu, d) - log_target
 
 
 def _solve_epsilon(residual, theta):
@@ -278,22 +278,22 @@ def _solve_epsilon(residual, theta):
 # ---------------------------------------------------------------------------
 
 
-def _npo_epsilon(log_delta, mu):
+def npo_epsilon_kernel(log_delta, mu):
     """ε(δ) of the NPO adversary from log δ; exact derivatives in both (implicit)."""
     log_delta, mu = jnp.broadcast_arrays(log_delta, mu)
     return _solve_epsilon(_npo_residual, (log_delta, mu))
 
 
-def _glrt_epsilon(log_delta, mu, d):
+def glrt_epsilon_kernel(log_delta, mu, d):
     """ε(δ) of the GLRT adversary from log δ; exact derivatives in log δ and μ (not d)."""
     log_delta, mu, d = jnp.broadcast_arrays(log_delta, mu, d)
     return _solve_epsilon(_glrt_residual, (log_delta, mu, d))
 
 
-_jit_npo_log_delta = jax.jit(_npo_log_delta)
-_jit_glrt_log_delta = jax.jit(lambda e, m, d: _glrt_log_delta(e, m * m, d))
-_jit_npo_eps = jax.jit(_npo_epsilon)
-_jit_glrt_eps = jax.jit(_glrt_epsilon)
+_jit_npo_log_delta = jax.jit(npo_log_delta_kernel)
+_jit_glrt_log_delta = jax.jit(lambda e, m, d: glrt_log_delta_kernel(e, m * m, d))
+_jit_npo_eps = jax.jit(npo_epsilon_kernel)
+_jit_glrt_eps = jax.jit(glrt_epsilon_kernel)
 
 
 def _check_mu_d(mu, d=None):

@@ -1,15 +1,21 @@
-"""Regenerate every figure and every (ε, δ) of the paper: ``glrt-jax reproduce --out DIR``.
+"""The reproduction driver: every figure and every (ε, δ) of the paper into one directory.
 
-Writes one PNG per figure of the paper (see :mod:`glrt_jax._src.plotting` for the
-mapping) and ``DIR/numbers.md``: every (ε, δ) the paper states, next to the value
-computed here and the independently computed exact value (mpmath, 50 digits;
-docs/design.md §3), with the paper's errata marked; the subsampled composition of the
-paper's subsampling figure against independent reference values; and the empirical
-lower bounds on ε from the membership-inference games next to the theoretical ε.
+This module owns the driver behind ``glrt-jax reproduce --out DIR``
+(:func:`reproduce`) and the rendering of its report (:func:`numbers_markdown`). It
+writes one PNG per figure of the paper (drawn by :mod:`glrt_jax._src.plotting`, from
+numbers computed by :mod:`glrt_jax._src.figure_data` and games played by
+:func:`glrt_jax.audit.run_experiment`) and ``DIR/numbers.md``: every (ε, δ) the paper
+states, next to the value computed here and the independently computed exact value
+(mpmath, 50 digits; docs/design.md §3), with the paper's errata marked; the subsampled
+composition of the paper's subsampling figure against independent reference values;
+and the empirical lower bounds on ε from the membership-inference games next to the
+theoretical ε. The command line's argument parsing is
+:mod:`glrt_jax._src.reproduce_cli`.
 
-The exact and reference columns are data recorded here, not outputs of this
-library: they were computed independently (mpmath for the profiles, a separate
-implementation for the subsampled composition).
+The paper, exact and reference columns are data (:mod:`glrt_jax._src.paper_data`,
+read from ``glrt_jax/data/paper_numbers.json``), not outputs of this library: they
+were computed independently (mpmath for the profiles, a separate implementation for
+the subsampled composition).
 
 Cost: the first run compiles the kernels (most of its time: a few minutes on a
 2-core CPU; the command line keeps a persistent compilation cache, so later runs
@@ -22,97 +28,37 @@ enables it.
 
 from __future__ import annotations
 
-import argparse
-import dataclasses
-import math
 import os
 import sys
 import time
 from collections.abc import Callable, Sequence
-from functools import partial
 
 import jax
 import numpy as np
 
-from glrt_jax._src.validation import check_x64
+from glrt_jax._src import audit, figure_data
+from glrt_jax._src.paper_data import (
+    EXPERIMENT_DELTA,
+    EXPERIMENTS,
+    PAPER_NUMBERS,
+    SUBSAMPLING,
+    SUBSAMPLING_DELTA,
+    SUBSAMPLING_REFERENCE,
+    number,
+)
+from glrt_jax._src.validation import check_int, check_x64
 
 __all__ = [
+    "DEFAULT_GAMES",
+    "DEFAULT_THRESHOLDS",
     "FIGURES",
-    "PAPER_NUMBERS",
-    "PaperNumber",
-    "add_subparser",
+    "FULL_GAMES",
+    "FULL_THRESHOLDS",
     "numbers_markdown",
+    "paper_epsilons",
     "reproduce",
-    "run",
 ]
 
-
-# ---------------------------------------------------------------------------
-# Reference data
-# ---------------------------------------------------------------------------
-
-
-@dataclasses.dataclass(frozen=True)
-class PaperNumber:
-    """One (ε, δ) statement of the paper.
-
-    Attributes:
-      figure: the paper's figure label.
-      setting: the setting in words.
-      mu: ``μ = √(NΔ²/σ²)``. d: query dimension (``None`` for NPO).
-      delta: the δ of the statement.
-      paper: ε as printed in the paper (two decimals).
-      exact: ε computed independently with mpmath (four decimals, docs/design.md §3).
-      note: erratum or remark.
-    """
-
-    figure: str
-    setting: str
-    mu: float
-    d: int | None
-    delta: float
-    paper: str
-    exact: str
-    note: str = ""
-
-
-_MU_SCALAR = math.sqrt(70.0 / 36.0)  # Δ = 1, σ² = 36, N = 70
-_MU_HIGH = math.sqrt(50.0 / 12.25)  # Δ = 1, σ² = 12.25, N = 50
-
-#: Every (ε, δ) stated in the paper, with the exact values of docs/design.md §3.
-PAPER_NUMBERS: tuple[PaperNumber, ...] = (
-    PaperNumber("fig:teaser", "Δ/σ = 0.3", 0.3, None, 1e-4, "0.95", "0.9501",
-                "the caption says Δ/σ = 0.5; the numbers belong to 0.3"),
-    PaperNumber("fig:teaser", "Δ/σ = 0.3", 0.3, 1, 1e-4, "0.37", "0.3768",
-                "the paper truncates"),
-    PaperNumber("fig:teaser", "Δ/σ = 0.5 (as captioned)", 0.5, None, 1e-4, "0.95", "1.6981",
-                "erratum: the caption's setting gives 1.70"),
-    PaperNumber("fig:dof", "Δ = σ² = 1", 1.0, 1, 1e-4, "3.11", "3.1114"),
-    PaperNumber("fig:dof", "Δ = σ² = 1", 1.0, 30, 1e-4, "0.46", "0.4612"),
-    PaperNumber("fig:predicted_actual", "Δ = 1, σ² = 36, N = 70", _MU_SCALAR, 1, 1e-2,
-                "2.94", "2.9437"),
-    PaperNumber("fig:actual_symmetric_gaussian", "Δ = 1, σ² = 36, N = 70", _MU_SCALAR, None,
-                1e-2, "3.63", "3.6367", "the paper truncates"),
-    PaperNumber("fig:high_dimensional", "Δ = 1, σ² = 12.25, N = 50", _MU_HIGH, 50, 1e-2,
-                "0.76", "0.7599"),
-    PaperNumber("fig:high_dimensional", "Δ = 1, σ² = 12.25, N = 50", _MU_HIGH, 1, 1e-2,
-                "5.39", "5.3907"),
-    PaperNumber("fig:high_dimensional", "Δ = 1, σ² = 12.25, N = 50", _MU_HIGH, None, 1e-2,
-                "6.01", "6.0839", "erratum: the closed form gives 6.08"),
-)  # fmt: skip
-
-# Subsampling figure: Δ = 1, σ = 6, Poisson rate 0.2, 100 rounds, per-round threat model.
-_SUBSAMPLING = dict(sensitivity=1.0, sigma=6.0, sampling_rate=0.2, steps=100, d=1)
-_SUBSAMPLING_DELTA = 1e-5
-# Independent reference values (docs/design.md §2), three decimals.
-_SUBSAMPLING_REFERENCE = {"npo": "1.312", "glrt": "0.143"}
-
-# The paper's two experiments.
-_EXPERIMENTS = {
-    "scalar": dict(sensitivity=1.0, sigma=6.0, steps=70, d=1),
-    "high_dim": dict(sensitivity=1.0, sigma=3.5, steps=50, d=50),
-}
-_EXPERIMENT_DELTA = 1e-2
 
 #: Output files, in the order they are produced.
 FIGURES: tuple[str, ...] = (
@@ -129,8 +75,9 @@ FIGURES: tuple[str, ...] = (
     "numbers",
 )
 
-_DEFAULT_GAMES, _DEFAULT_THRESHOLDS = 500, 50
-_FULL_GAMES, _FULL_THRESHOLDS = 1000, 100
+#: Games and cut-offs per experiment: by default, and with ``full=True`` (the paper's).
+DEFAULT_GAMES, DEFAULT_THRESHOLDS = 500, 50
+FULL_GAMES, FULL_THRESHOLDS = 1000, 100
 
 
 # ---------------------------------------------------------------------------
@@ -180,16 +127,23 @@ class _Progress:
 # ---------------------------------------------------------------------------
 
 
-def _paper_epsilons() -> np.ndarray:
-    """Our ε for every row of :data:`PAPER_NUMBERS` (two batched calls)."""
-    from glrt_jax._src import plotting  # matplotlib: imported only when used
+def paper_epsilons() -> np.ndarray:
+    """Our ε for every row of :data:`~glrt_jax._src.paper_data.PAPER_NUMBERS` (two batched calls).
 
+    Example:
+      >>> import jax
+      >>> jax.config.update("jax_enable_x64", True)
+      >>> from glrt_jax._src import paper_data, reproduce
+      >>> ours = reproduce.paper_epsilons()
+      >>> [f"{e:.4f}" for e in ours] == [row.exact for row in paper_data.PAPER_NUMBERS]
+      True
+    """
     rows = PAPER_NUMBERS
     out = np.empty(len(rows))
     npo = [i for i, r in enumerate(rows) if r.d is None]
     glrt = [i for i, r in enumerate(rows) if r.d is not None]
-    out[npo] = plotting._epsilons([rows[i].delta for i in npo], [rows[i].mu for i in npo])
-    out[glrt] = plotting._epsilons(
+    out[npo] = figure_data.epsilons([rows[i].delta for i in npo], [rows[i].mu for i in npo])
+    out[glrt] = figure_data.epsilons(
         [rows[i].delta for i in glrt],
         [rows[i].mu for i in glrt],
         [float(rows[i].d) for i in glrt],
@@ -212,10 +166,10 @@ def numbers_markdown(
     """The text of ``numbers.md``.
 
     Args:
-      ours: our ε for each row of :data:`PAPER_NUMBERS`, in order.
+      ours: our ε for each row of :data:`~glrt_jax._src.paper_data.PAPER_NUMBERS`, in order.
       subsampling: ``{"npo": ε, "glrt": ε}`` upper bounds of the subsampled
         composition at δ = 1e-5, or ``None`` to leave the table out.
-      experiments: ``{name: EmpiricalExperiment}`` (names ``"scalar"`` and
+      experiments: ``{name: audit.EmpiricalExperiment}`` (names ``"scalar"`` and
         ``"high_dim"``), or ``None`` to leave the table out.
       games: games per experiment (for the caption).
 
@@ -223,16 +177,14 @@ def numbers_markdown(
       Markdown.
 
     Raises:
-      ValueError: if ``ours`` does not have one value per row of :data:`PAPER_NUMBERS`.
+      ValueError: if ``ours`` does not have one value per paper number.
 
     Example:
-      >>> from glrt_jax._src import reproduce
-      >>> ours = [float(row.exact) for row in reproduce.PAPER_NUMBERS]
+      >>> from glrt_jax._src import paper_data, reproduce
+      >>> ours = [float(row.exact) for row in paper_data.PAPER_NUMBERS]
       >>> reproduce.numbers_markdown(ours).count("| yes |")
       10
     """
-    from glrt_jax._src import plotting  # matplotlib: imported only when used
-
     ours = list(ours)
     if len(ours) != len(PAPER_NUMBERS):
         raise ValueError(f"ours must have {len(PAPER_NUMBERS)} values; got {len(ours)}")
@@ -249,13 +201,12 @@ def numbers_markdown(
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for row, value in zip(PAPER_NUMBERS, ours, strict=True):
-        adversary = "NPO" if row.d is None else f"GLRT d = {row.d}"
         lines.append(
-            f"| {row.figure} | {row.setting} | {adversary} | {row.delta:g} | {row.paper} | "
+            f"| {row.figure} | {row.setting} | {row.label} | {row.delta:g} | {row.paper} | "
             f"{row.exact} | {value:.4f} | {_agree(value, row.exact)} | {row.note} |"
         )
     if subsampling is not None:
-        s = _SUBSAMPLING
+        s = SUBSAMPLING
         lines += [
             "",
             "## Subsampling (fig:subsampling)",
@@ -271,9 +222,9 @@ def numbers_markdown(
             "| --- | --- | --- | --- | --- |",
         ]
         for key, name in (("npo", "NPO"), ("glrt", "GLRT d = 1")):
-            ref, value = _SUBSAMPLING_REFERENCE[key], subsampling[key]
+            ref, value = SUBSAMPLING_REFERENCE[key], subsampling[key]
             lines.append(
-                f"| {name} | {_SUBSAMPLING_DELTA:g} | {ref} | {value:.4f} | {_agree(value, ref)} |"
+                f"| {name} | {SUBSAMPLING_DELTA:g} | {ref} | {value:.4f} | {_agree(value, ref)} |"
             )
     if experiments:
         lines += [
@@ -289,8 +240,8 @@ def numbers_markdown(
             "| --- | --- | --- | --- | --- | --- |",
         ]
         for name, exp in experiments.items():
-            theory_g = float(plotting._epsilons(exp.delta, exp.mu, float(exp.d))[0])
-            theory_n = float(plotting._epsilons(exp.delta, exp.mu)[0])
+            theory_g = float(figure_data.epsilons(exp.delta, exp.mu, float(exp.d))[0])
+            theory_n = float(figure_data.epsilons(exp.delta, exp.mu)[0])
             setting = (
                 f"{name}: Δ = {exp.sensitivity:g}, σ² = {exp.sigma**2:g}, N = {exp.steps}, "
                 f"d = {exp.d}"
@@ -353,12 +304,12 @@ def reproduce(
 
     check_x64("reproduce")
     if games is None:
-        games = _FULL_GAMES if full else _DEFAULT_GAMES
+        games = FULL_GAMES if full else DEFAULT_GAMES
     if thresholds is None:
-        thresholds = _FULL_THRESHOLDS if full else _DEFAULT_THRESHOLDS
-    games = plotting._check_positive_int("games", games, lo=2)
-    thresholds = plotting._check_positive_int("thresholds", thresholds, lo=2)
-    seed = plotting._check_positive_int("seed", seed, lo=0)
+        thresholds = FULL_THRESHOLDS if full else DEFAULT_THRESHOLDS
+    games = check_int("games", games, lo=2)
+    thresholds = check_int("thresholds", thresholds, lo=2)
+    seed = check_int("seed", seed, lo=0)
     names = FIGURES if only is None else tuple(only)
     unknown = [n for n in names if n not in FIGURES]
     if unknown or not names:
@@ -372,17 +323,17 @@ def reproduce(
 
     def experiment(name: str):
         if name not in cache:
-            sub = jax.random.fold_in(key, list(_EXPERIMENTS).index(name))
-            cache[name] = plotting.run_experiment(
-                sub, **_EXPERIMENTS[name], games=games, thresholds=thresholds,
-                delta=_EXPERIMENT_DELTA,
+            sub = jax.random.fold_in(key, list(EXPERIMENTS).index(name))
+            cache[name] = audit.run_experiment(
+                sub, **EXPERIMENTS[name], games=games, thresholds=thresholds,
+                delta=EXPERIMENT_DELTA,
             )  # fmt: skip
         return cache[name]
 
     def subsampling():
         if "subsampling" not in cache:
-            cache["subsampling"] = plotting._subsampled_profiles(
-                **_SUBSAMPLING, delta=_SUBSAMPLING_DELTA, epsilon_max=3.0, tol=1e-3
+            cache["subsampling"] = figure_data.subsampled_profiles(
+                **SUBSAMPLING, delta=SUBSAMPLING_DELTA, epsilon_max=3.0, tol=1e-3
             )
         return cache["subsampling"]
 
@@ -391,22 +342,26 @@ def reproduce(
 
     def draw_subsampling(p):
         prof = subsampling()
-        return plotting._draw_subsampling(prof, **_SUBSAMPLING, delta=_SUBSAMPLING_DELTA, path=p)
+        return plotting.draw_subsampling(prof, **SUBSAMPLING, delta=SUBSAMPLING_DELTA, path=p)
 
     def write_numbers(p):
         text = numbers_markdown(
-            _paper_epsilons(),
+            paper_epsilons(),
             {k: subsampling()[k]["epsilon"] for k in ("npo", "glrt")},
-            {k: experiment(k) for k in _EXPERIMENTS},
+            {k: experiment(k) for k in EXPERIMENTS},
             games=games,
         )
         with open(p, "w", encoding="utf-8") as fh:
             fh.write(text)
 
+    teaser = number("teaser_glrt")  # the corrected setting Δ/σ = 0.3
+    dof = [number("dof_d1"), number("dof_d30")]
     makers: dict[str, Callable[[str], object]] = {
-        "teaser": lambda p: plotting.teaser_figure(0.3, 1, 1e-4, path=p),
+        "teaser": lambda p: plotting.teaser_figure(teaser.mu, teaser.d, teaser.delta, path=p),
         "roc_curves": lambda p: plotting.roc_figure(1.0, 1, p, delta=1e-4),
-        "dimension_roc": lambda p: plotting.dimension_roc_figure(1.0, (1, 30), 1e-4, path=p),
+        "dimension_roc": lambda p: plotting.dimension_roc_figure(
+            dof[0].mu, tuple(r.d for r in dof), dof[0].delta, path=p
+        ),
         "epsilon_vs_dimension": lambda p: plotting.epsilon_dimension_figure(
             1.0, plotting.PAPER_DIMS, 0.1, path=p
         ),
@@ -414,13 +369,13 @@ def reproduce(
         "privacy_profile": lambda p: plotting.privacy_profile_figure(1.0, 1, path=p),
         "subsampling": draw_subsampling,
         "empirical_roc": lambda p: plotting.empirical_roc_figure(
-            experiment("scalar"), "theory", p, delta=_EXPERIMENT_DELTA
+            experiment("scalar"), "theory", p, delta=EXPERIMENT_DELTA
         ),
         "empirical_symmetrised": lambda p: plotting.empirical_roc_figure(
-            experiment("scalar"), "symmetrised", p, delta=_EXPERIMENT_DELTA
+            experiment("scalar"), "symmetrised", p, delta=EXPERIMENT_DELTA
         ),
         "empirical_high_dimensional": lambda p: plotting.empirical_roc_figure(
-            experiment("high_dim"), "dimension", p, delta=_EXPERIMENT_DELTA
+            experiment("high_dim"), "dimension", p, delta=EXPERIMENT_DELTA
         ),
         "numbers": write_numbers,
     }
@@ -433,91 +388,3 @@ def reproduce(
         written[name] = p
         bar.advance(os.path.basename(p))
     return written
-
-
-# ---------------------------------------------------------------------------
-# Command line
-# ---------------------------------------------------------------------------
-
-
-def add_subparser(subparsers, setup: Callable[[], None] | None = None) -> argparse.ArgumentParser:
-    """Add the ``reproduce`` command to an ``argparse`` sub-parser collection.
-
-    Args:
-      subparsers: the object returned by ``ArgumentParser.add_subparsers()``.
-      setup: called before the command runs (the command line passes the function
-        that enables float64 and the compilation cache).
-
-    Returns:
-      The new sub-parser (its ``func`` default runs :func:`run`).
-
-    Example:
-      >>> import argparse
-      >>> from glrt_jax._src import reproduce
-      >>> parser = argparse.ArgumentParser(prog="glrt-jax")
-      >>> _ = reproduce.add_subparser(parser.add_subparsers())
-      >>> args = parser.parse_args(["reproduce", "--out", "figs", "--full"])
-      >>> args.out, args.full, args.games
-      ('figs', True, None)
-    """
-    p = subparsers.add_parser(
-        "reproduce",
-        help="regenerate every figure of the paper (PNG) and numbers.md",
-        description="Write every figure of the paper as PNG and numbers.md (every (epsilon, "
-        "delta) the paper states, next to ours and the exact value) into DIR.",
-    )
-    p.add_argument("--out", required=True, metavar="DIR", help="output directory")
-    p.add_argument(
-        "--full",
-        action="store_true",
-        help=f"the paper's {_FULL_GAMES} games x {_FULL_THRESHOLDS} cut-offs per experiment "
-        f"(default {_DEFAULT_GAMES} x {_DEFAULT_THRESHOLDS})",
-    )
-    p.add_argument("--games", type=int, help="games per experiment (overrides --full)")
-    p.add_argument("--thresholds", type=int, help="cut-offs per experiment (overrides --full)")
-    p.add_argument("--seed", type=int, default=0, help="PRNG seed of the games (default 0)")
-    p.add_argument("--only", nargs="+", choices=FIGURES, metavar="NAME",
-                   help=f"produce only these outputs: {', '.join(FIGURES)}")  # fmt: skip
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
-    p.set_defaults(func=partial(run, setup=setup))
-    return p
-
-
-def run(args: argparse.Namespace, setup: Callable[[], None] | None = None) -> int:
-    """Run ``glrt-jax reproduce`` with parsed arguments; returns the exit status.
-
-    Args:
-      args: the parsed arguments of :func:`add_subparser`'s parser.
-      setup: optional callable run first (e.g. enabling float64).
-
-    Returns:
-      0 on success, 2 on a bad argument (message on stderr).
-
-    Example (writes ``figs/teaser.png``)::
-
-      import argparse, jax
-      jax.config.update("jax_enable_x64", True)
-      from glrt_jax._src import reproduce
-      parser = argparse.ArgumentParser(prog="glrt-jax")
-      reproduce.add_subparser(parser.add_subparsers())
-      args = parser.parse_args(["reproduce", "--out", "figs", "--only", "teaser"])
-      assert args.func(args) == 0
-    """
-    if setup is not None:
-        setup()
-    try:
-        written = reproduce(
-            args.out,
-            full=args.full,
-            games=args.games,
-            thresholds=args.thresholds,
-            seed=args.seed,
-            only=args.only,
-            progress=not args.quiet,
-        )
-    except ValueError as exc:
-        print(f"glrt-jax reproduce: {exc}", file=sys.stderr)
-        return 2
-    for name, p in written.items():
-        print(f"{name}: {p}")
-    return 0

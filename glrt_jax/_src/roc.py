@@ -105,8 +105,9 @@ from jax.typing import ArrayLike
 
 from glrt_jax._src import ncx2
 from glrt_jax._src.llr import threshold
+from glrt_jax._src.numerics import float_dtype, promote
 from glrt_jax._src.shapes import bucket
-from glrt_jax._src.validation import ADVERSARIES, check_choice, check_range
+from glrt_jax._src.validation import ADVERSARIES, check_alpha, check_choice, check_d, check_range
 
 __all__ = [
     "glrt",
@@ -133,33 +134,13 @@ _TINY_T = 1e-17
 # ---------------------------------------------------------------------------
 
 
-def _check_alpha(alpha) -> None:
-    check_range("alpha", alpha, lo=0.0, hi=1.0)
-
-
 def _check_mu(mu) -> None:
     check_range("mu", mu, lo=0.0)
-
-
-def _check_d(d) -> None:
-    check_range("d", d, lo=1.0, integer=True)
 
 
 # ---------------------------------------------------------------------------
 # Helpers
 # ---------------------------------------------------------------------------
-
-
-def _float_dtype(*args):
-    dtype = jnp.result_type(*args)
-    if not jnp.issubdtype(dtype, jnp.floating):
-        dtype = jnp.result_type(float)
-    return dtype
-
-
-def _promote(*args):
-    dtype = _float_dtype(*args)
-    return jnp.broadcast_arrays(*[jnp.asarray(a, dtype) for a in args])
 
 
 def _bad(alpha, mu, d=None):
@@ -240,7 +221,7 @@ _npo_kernel.defjvp(_npo_jvp, symbolic_zeros=True)
 
 @partial(jax.jit, static_argnames=("upper",))
 def _npo_impl(alpha, mu, upper):
-    alpha, mu = _promote(alpha, mu)
+    alpha, mu = promote(alpha, mu)
     bad = _bad(alpha, mu)
     out = _npo_kernel(jnp.where(bad, 0.5, alpha), jnp.where(bad, 0.0, mu), upper)
     return jnp.where(bad, jnp.nan, out)
@@ -445,21 +426,21 @@ _glrt_curve.defjvp(_glrt_curve_jvp, symbolic_zeros=True)
 
 
 def _sanitise(alpha, mu, d):
-    alpha, mu, d = _promote(alpha, mu, d)
+    alpha, mu, d = promote(alpha, mu, d)
     bad = _bad(alpha, mu, d)
     return bad, jnp.where(bad, 0.5, alpha), jnp.where(bad, 0.0, mu), jnp.where(bad, 1.0, d)
 
 
 def _strong(*args):
     """Arrays in their common floating dtype, without weak types (one jit cache entry)."""
-    dtype = _float_dtype(*args)
+    dtype = float_dtype(*args)
     return [lax.convert_element_type(jnp.asarray(a), dtype) for a in args]
 
 
 def _glrt_public(alpha, mu, d, curve, upper):
-    _check_alpha(alpha)
+    check_alpha(alpha)
     _check_mu(mu)
-    _check_d(d)
+    check_d(d)
     return _glrt_curve(*_strong(alpha, mu, d), curve, upper)
 
 
@@ -496,7 +477,7 @@ def npo(alpha: ArrayLike, mu: ArrayLike) -> jax.Array:
       >>> f"{float(roc.curve(0.05, 1.0)):.6f}"
       '0.259511'
     """
-    _check_alpha(alpha)
+    check_alpha(alpha)
     _check_mu(mu)
     return _npo_impl(*_strong(alpha, mu), upper=True)
 
@@ -524,7 +505,7 @@ def npo_tradeoff(alpha: ArrayLike, mu: ArrayLike) -> jax.Array:
       >>> f"{float(roc.tradeoff(0.05, 1.0)):.6f}"
       '0.740489'
     """
-    _check_alpha(alpha)
+    check_alpha(alpha)
     _check_mu(mu)
     return _npo_impl(*_strong(alpha, mu), upper=False)
 

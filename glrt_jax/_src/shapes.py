@@ -16,19 +16,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from glrt_jax._src.numerics import float_dtype
+
 MIN_BUCKET = 16
 
 
 def bucket(n: int, minimum: int = MIN_BUCKET) -> int:
     """The padded length for ``n`` points: the next power of two, at least ``minimum``."""
     return max(minimum, 1 << max(0, (n - 1).bit_length()))
-
-
-def _common_dtype(args):
-    dtype = jnp.result_type(*args)
-    if not jnp.issubdtype(dtype, jnp.inexact):
-        dtype = jnp.result_type(float)
-    return dtype
 
 
 def _on_accelerator(a) -> bool:
@@ -53,7 +48,7 @@ def bucketed(fn: Callable, *args, keep_single: bool = True):
         xp = jnp  # traced, or data that should stay on its device
     else:
         xp = np  # eager jnp ops cost tens of microseconds each
-    dtype = _common_dtype(args)
+    dtype = float_dtype(*args)
     args = xp.broadcast_arrays(*[xp.asarray(a, dtype) for a in args])
     shape = args[0].shape
     n = math.prod(shape)

@@ -43,6 +43,16 @@ def check_range(
         raise ValueError(msg)
 
 
+def check_alpha(alpha) -> None:
+    """Raise ValueError unless a concrete false-positive rate ``alpha`` is in [0, 1]."""
+    check_range("alpha", alpha, lo=0.0, hi=1.0)
+
+
+def check_d(d) -> None:
+    """Raise ValueError unless a concrete dimension ``d`` is an integer in [1, inf)."""
+    check_range("d", d, lo=1.0, integer=True)
+
+
 ADVERSARIES = ("npo", "glrt")
 NEIGHBOURINGS = ("add_remove", "replace_one")
 THREAT_MODELS = ("per_round", "shared")
@@ -61,3 +71,14 @@ def check_x64(what: str) -> None:
             f"{what} needs 64-bit floats for its guarantees: enable them with "
             'jax.config.update("jax_enable_x64", True) or run inside jax.enable_x64().'
         )
+
+
+def check_int(name: str, value, *, lo: int = 1) -> int:
+    """Return a concrete scalar ``value`` as an int; raise ValueError unless it is in [lo, inf).
+
+    Integral floats (``2.0``) are accepted, booleans and arrays are not. Eager only.
+    """
+    check_range(name, value, lo=float(lo), integer=True)
+    if isinstance(value, bool) or np.ndim(value) != 0:
+        raise ValueError(f"{name} must be an integer in [{lo}, inf); got {value!r}")
+    return int(value)

@@ -1,0 +1,282 @@
+"""The calibration solve: one root of ε(σ) (or δ(σ), ε(q)) for every front-end.
+
+This module owns the problem description (:class:`Problem`), its residual, the
+jitted bracketed-Newton solve and the eager driver around it (:func:`solve`: moving
+the search interval until it holds the root and matching the composition engine's
+sizes to ``tol``). The front-ends that validate arguments, pick the accountant and the
+initial guess (:func:`glrt_jax.calibrate.noise_multiplier`, ``for_delta``,
+``max_sampling_rate``) live in :mod:`glrt_jax._src.calibrate`.
+
+Solver
+------
+With ``u = log σ`` (``u = −log q`` for the sampling rate) the residual
+``g(u) = ε(e^u) − ε*(1 − rtol/2)`` is decreasing; :func:`glrt_jax._src.solvers.find_root`
+(bracketed, safeguarded Newton with forward-mode slopes) returns the smallest ``u``
+found with ``g ≤ 0`` once ``g ≥ −rtol·ε*/4``. The engine's certified bound can jump by
+up to about its ``tol`` where its internal choices (tilt, window) change with σ; a root
+at such a jump ends with a bracket narrower than 1e-12 in ``u`` and the safe end
+returned (then the gap to the target is the jump, at most about ``tol·ε*``). This is a
+one-dimensional root, so no optimiser library is involved.
+
+Derivatives of the returned σ do not flow through the loop: the solver's ``custom_jvp``
+applies the implicit function theorem to ``g(u, θ) = 0``,
+``du/dθ = −(∂g/∂θ)/(∂g/∂u)``, for θ = target ε (or δ), δ (or ε) and ``q`` (or σ).
+
+jit and vmap
+------------
+Everything is jittable and vmappable. Eagerly, the engine's sizes (per-round points and
+frequency nodes) are chosen for ``tol`` at the solution (re-solved if the solution asks
+for other sizes than the guess did) and the search interval is widened until it holds
+the root. Under jit the sizes are :data:`glrt_jax.accountant.JIT_SIZES` unless
+``points``/``nodes`` are given, the interval is ``sigma_bounds`` (default: a factor 55
+either side of a CLT guess), and failures (no σ in the interval, non-convergence,
+invalid input) give NaN instead of an error.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import NamedTuple
+
+import jax
+import jax.extend
+import jax.numpy as jnp
+import numpy as np
+
+from glrt_jax._src import composition, profile, solvers
+
+__all__ = ["Problem", "f64", "is_traced", "make_theta", "solve"]
+
+# Half-width of the default search interval in log σ (or −log q), and how often an eager
+# search moves it before giving up.
+_HALF_WIDTH = 4.0
+_MAX_MOVES = 6
+
+
+# ---------------------------------------------------------------------------
+# Problems: residual g(u, θ) for each quantity and accountant
+# ---------------------------------------------------------------------------
+
+
+class Problem(NamedTuple):
+    """Static description of one calibration problem (hashable: shapes the program).
+
+    ``points`` and ``nodes`` are the composition engine's sizes (0 for the closed forms).
+    """
+
+    quantity: str  # "sigma_for_epsilon", "sigma_for_delta", "q_for_epsilon"
+    adversary: str
+    d: int  # static for the engine (0 for the closed forms, where d is data)
+    neighbouring: str
+    closed: bool  # closed forms vs the composition engine
+    points: int
+    nodes: int
+    max_iter: int
+
+
+def _residual(problem: Problem, u, theta):
+    """g(u, θ): decreasing in u; the solution is its root.
+
+    θ = (target, other, knob, steps, d, tol, rtol), all float64 scalars (data, so that
+    one compilation serves every N, d, tolerance).
+    """
+    target, other, knob, steps, d, tol, rtol = theta
+    if problem.quantity == "q_for_epsilon":
+        sigma, q = knob, jnp.exp(-u)
+    else:
+        sigma, q = jnp.exp(u), knob
+    if problem.closed:
+        mu = jnp.sqrt(steps) / sigma
+    else:
+        kw = dict(
+            adversary=problem.adversary,
+            d=problem.d,
+            neighbouring=problem.neighbouring,
+            B=problem.points,
+            J=problem.nodes,
+        )
+        phases = ((1.0 / sigma)[None], q[None], steps.astype(jnp.int64)[None])
+    if problem.quantity == "sigma_for_delta":
+        aim = jnp.log(target) - 0.5 * rtol
+        if problem.closed:
+            if problem.adversary == "npo":
+                val = profile.npo_log_delta_kernel(other, mu)
+            else:
+                val = profile.glrt_log_delta_kernel(other, mu * mu, d)
+        else:
+            bounds, _ = composition.compose_query(*phases, other, tol, query="delta", **kw)
+            val = jnp.log(bounds.upper)
+        return val - aim
+    aim = target * (1.0 - 0.5 * rtol)
+    if problem.closed:
+        log_delta = jnp.log(other)
+        if problem.adversary == "npo":
+            val = profile.npo_epsilon_kernel(log_delta, mu)
+        else:
+            val = profile.glrt_epsilon_kernel(log_delta, mu, d)
+    else:
+        val = composition.compose_query(*phases, other, tol, query="epsilon", **kw)[0].upper
+    return val - aim
+
+
+def make_theta(target, other, knob, steps, d, tol, rtol):
+    """The data of :func:`_residual`, as float64 scalars (``steps``, ``d``: integers)."""
+    return tuple(f64(v) for v in (target, other, knob, int(steps), int(d), tol, rtol))
+
+
+def _ftol(problem, theta):
+    """Stopping tolerance in units of g: rtol·ε*/4 (ε targets), rtol/4 (log δ targets)."""
+    target, rtol = theta[0], theta[-1]
+    if problem.quantity == "sigma_for_delta":
+        return 0.25 * rtol
+    return 0.25 * rtol * target
+
+
+@functools.partial(jax.jit, static_argnums=(0,))
+def _solve_jit(problem, theta, lower, upper, u0):
+    return solvers.find_root(
+        functools.partial(_residual, problem),
+        theta,
+        lower,
+        upper,
+        u0,
+        ftol=_ftol(problem, theta),
+        max_iter=problem.max_iter,
+    )
+
+
+# ---------------------------------------------------------------------------
+# The eager driver (concrete θ) and the traced path
+# ---------------------------------------------------------------------------
+
+
+def is_traced(*values) -> bool:
+    """Whether any of ``values`` is a tracer (inside ``jit``, ``vmap`` or autodiff)."""
+    return any(isinstance(v, jax.core.Tracer) for v in values)
+
+
+def f64(x):
+    """``x`` as a float64 JAX array."""
+    return jnp.asarray(x, jnp.float64)
+
+
+def _concrete_or_none(value):
+    """The concrete value behind ``value`` (also under eager autodiff), else None."""
+    try:
+        return np.asarray(jax.extend.core.concrete_or_error(None, value, ""), np.float64)
+    except jax.errors.ConcretizationTypeError:
+        return None
+
+
+_WHAT = {
+    "sigma_for_epsilon": "noise multiplier",
+    "sigma_for_delta": "noise multiplier",
+    "q_for_epsilon": "sampling rate",
+}
+
+
+def _sizes_at(problem, theta, u, tol):
+    """Engine sizes that ``tol`` asks for at ``u`` (eager)."""
+    _, other, knob, steps = (float(v) for v in theta[:4])
+    sigma, q = (knob, math.exp(-u)) if problem.quantity == "q_for_epsilon" else (math.exp(u), knob)
+    query = "delta" if problem.quantity == "sigma_for_delta" else "epsilon"
+    return composition.choose_sizes(
+        f64([1.0 / sigma]),
+        f64([q]),
+        jnp.asarray([int(steps)], jnp.int64),
+        f64(other),
+        f64(tol),
+        adversary=problem.adversary,
+        d=problem.d,
+        neighbouring=problem.neighbouring,
+        query=query,
+    )
+
+
+def _eager(problem, theta, bounds, guess, tol, auto_sizes):
+    """Solve with concrete θ: move the interval until it holds the root, match sizes.
+
+    Returns ``(u, problem)``; ``problem`` carries the sizes the answer was certified with.
+    ``bounds``: the caller's interval (then never moved), or None.
+    """
+    fixed = bounds is not None
+    lower, upper = bounds if fixed else (guess - _HALF_WIDTH, guess + _HALF_WIDTH)
+    floor = 0.0 if problem.quantity == "q_for_epsilon" else -math.inf  # q ≤ 1
+    lower = max(lower, floor)
+    u0 = min(max(guess, lower), upper)
+    if auto_sizes:
+        b, j = _sizes_at(problem, theta, u0, tol)
+        problem = problem._replace(points=b, nodes=j)
+    for _ in range(_MAX_MOVES):
+        root = _solve_jit(problem, theta, f64(lower), f64(upper), f64(u0))
+        status = int(root.status)
+        if status == solvers.ROOT_BELOW and not fixed and lower > floor:
+            lower, upper, u0 = max(lower - 2 * _HALF_WIDTH, floor), lower + 0.1, lower
+            continue
+        if status == solvers.ROOT_BELOW and lower <= floor:
+            return floor, problem  # q = 1 already meets the target
+        if status == solvers.NO_SAFE and not fixed:
+            lower, upper, u0 = upper - 0.1, upper + 2 * _HALF_WIDTH, upper
+            continue
+        solvers.raise_for_status(status, what=_WHAT[problem.quantity], max_iter=problem.max_iter)
+        u = float(root.x)
+        if not auto_sizes:
+            return u, problem
+        b, j = _sizes_at(problem, theta, u, tol)
+        if (b, j) == (problem.points, problem.nodes):
+            return u, problem
+        problem = problem._replace(points=b, nodes=j)
+        lower, upper, u0 = max(u - 0.5, floor), u + 0.5, u
+    raise ValueError(
+        f"{_WHAT[problem.quantity]}: no root found in the intervals searched "
+        f"(last log-interval [{lower:.3g}, {upper:.3g}]); check the target"
+    )
+
+
+def solve(problem, theta, bounds, guess, tol, auto_sizes):
+    """The root ``u`` of ``problem`` (``log σ``, or ``−log q`` for the sampling rate).
+
+    Eager when θ is concrete (errors named), else one jitted solve (NaN on failure).
+
+    Args:
+      problem: a :class:`Problem`; its ``points``/``nodes`` are the sizes used under
+        jit and when ``auto_sizes`` is false.
+      theta: from :func:`make_theta`.
+      bounds: ``(lower, upper)`` search interval in ``u`` (never moved), or ``None``
+        for ``guess ± 4`` (moved eagerly until it holds the root).
+      guess: initial ``u``.
+      tol: relative accuracy of the composition engine.
+      auto_sizes: choose the engine's sizes for ``tol`` at the answer (eager only).
+
+    Returns:
+      ``u`` as a float64 array, differentiable in θ (implicit function theorem); 0
+      for the sampling rate when ``q = 1`` already meets the target.
+
+    Raises:
+      ValueError: (eager) unreachable target, non-convergence, non-scalar θ.
+    """
+    concrete = [_concrete_or_none(v) for v in theta]
+    traced = any(c is None for c in concrete)
+    if traced:
+        lo, hi = bounds if bounds is not None else (guess - _HALF_WIDTH, guess + _HALF_WIDTH)
+        if problem.quantity == "q_for_epsilon":
+            lo = jnp.maximum(lo, 0.0)
+        root = _solve_jit(problem, theta, f64(lo), f64(hi), jnp.clip(guess, lo, hi))
+        if problem.quantity == "q_for_epsilon":  # q = 1 already meets the target
+            return jnp.where((root.status == solvers.ROOT_BELOW) & (lo <= 0.0), 0.0, root.x)
+        return root.x
+    for v in concrete:
+        if np.ndim(v) != 0:
+            raise ValueError("eager calibration takes scalars; for arrays use jax.vmap")
+    theta_c = tuple(f64(c) for c in concrete)
+    guess_c = float(_concrete_or_none(guess))
+    u, problem = _eager(problem, theta_c, bounds, guess_c, tol, auto_sizes)
+    if problem.quantity == "q_for_epsilon" and u <= 0.0:
+        return f64(0.0)
+    if not any(isinstance(v, jax.core.Tracer) for v in theta):
+        return f64(u)
+    # Under eager autodiff: one more solve from the answer attaches the implicit derivatives.
+    root = _solve_jit(problem, theta, f64(u - 1e-3), f64(u + 1e-3), f64(u))
+    solvers.raise_for_status(root.status, what=_WHAT[problem.quantity])
+    return root.x

@@ -1,0 +1,215 @@
+"""The dispatcher: which method evaluates each point, with domain handling.
+
+Owns the elementwise kernels behind ``logsf``, ``logcdf`` and ``logpdf``
+(:func:`kernel_logsf`, …; jitted and chunked in :func:`logsf_impl`, …) and the tiers
+they try, each run only where a point of the chunk may use it: the df = 1 closed form
+(:mod:`~glrt_jax._src.special.df1`), the saddle-point contour rule where it is
+accurate and cheaper (:mod:`~glrt_jax._src.special.contour`), else the Poisson mixture
+(:mod:`~glrt_jax._src.special.mixture`). Invalid parameters, NaN, x ≤ 0 and x = inf
+are settled here and never reach the methods. :func:`eval_logsf` and
+:func:`eval_logcdf` also give the density and its slope, for the quantile solver.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from glrt_jax._src.numerics import log1mexp, promote
+from glrt_jax._src.special import batching, contour, df1, mixture
+
+_LN2 = math.log(2.0)
+
+
+# ---------------------------------------------------------------------------
+# Elementwise kernels with domain handling
+# ---------------------------------------------------------------------------
+
+
+def bad_params(df, nc):
+    """Mask of invalid parameters: df ≤ 0, nc < 0, either infinite or NaN."""
+    return ~(df > 0) | ~(nc >= 0) | jnp.isinf(df) | jnp.isinf(nc)
+
+
+def _safe_inputs(x, df, nc):
+    """Replace points that are handled by a closed-form branch by a benign one."""
+    bad = bad_params(df, nc) | jnp.isnan(x)
+    interior = ~bad & (x > 0) & jnp.isfinite(x)
+    xs = jnp.where(interior, x, 1.0)
+    dfs = jnp.where(bad, 1.0, df)
+    ncs = jnp.where(bad, 0.0, nc)
+    return bad, interior, xs, dfs, ncs
+
+
+def _tiers(x, a, m, tiers, n_out):
+    """First usable result among several methods, each run only where it may serve.
+
+    ``tiers`` are pairs ``(applies, f)``, tried in order: ``applies(x, a, m)`` is a
+    cheap mask of the points the method may serve, ``f(x, a, m) -> (outs, usable)``
+    evaluates it. A method runs (under ``lax.cond``) only if an unserved point of
+    the chunk is in its mask, and then on benign inputs elsewhere, so a batch pays
+    only for the methods its points need. The last method must serve every point.
+    """
+    need = jnp.ones(x.shape, bool)
+    outs = tuple(jnp.full_like(x, jnp.nan) for _ in range(n_out))
+
+    def keep(outs, need, *_):
+        return outs, need
+
+    def run(outs, need, mine, f):
+        xb = jnp.where(mine, x, 1.0)
+        ab = jnp.where(mine, a, 1.0)
+        mb = jnp.where(mine, m, 0.0)
+        new, usable = f(xb, ab, mb)
+        take = mine & usable
+        outs = tuple(jnp.where(take, n, o) for n, o in zip(new, outs, strict=True))
+        return outs, need & ~take
+
+    def attempt(outs, need, applies, f):
+        mine = need & applies(x, a, m)
+        return lax.cond(jnp.any(mine), functools.partial(run, f=f), keep, outs, need, mine)
+
+    for applies, f in tiers:
+        # Once every point is served, later methods are not even tested.
+        outs, need = lax.cond(
+            jnp.any(need), functools.partial(attempt, applies=applies, f=f), keep, outs, need
+        )
+    return outs
+
+
+def _is_df1(x, a, m):
+    return a == 0.5
+
+
+def _everywhere(x, a, m):
+    return jnp.ones(x.shape, bool)
+
+
+def _d1_pdf_pair(x, m, with_pdf):
+    """(log pdf, d log pdf/dx) for df = 1 (nc = 2m), or NaNs unless ``with_pdf``."""
+    if not with_pdf:
+        nan = jnp.full_like(x, jnp.nan)
+        return nan, nan
+    return df1.logpdf(x, 2.0 * m), df1.dlogpdf(x, 2.0 * m)
+
+
+def eval_logsf(xs, dfs, ncs, with_pdf=False):
+    """(log sf, log pdf, d log pdf/dx) at interior points (NaN unless ``with_pdf``).
+
+    Closed form for df = 1, else the saddle-point contour where it is accurate,
+    else the Poisson mixture.
+    """
+
+    def closed(x, a, m):
+        lpdf, dlpdf = _d1_pdf_pair(x, m, with_pdf)
+        return (df1.logsf(x, 2.0 * m), lpdf, dlpdf), a == 0.5
+
+    def contour_rule(x, a, m):
+        lt, upper, lpdf, dlpdf, ok = contour.contour(x, 2.0 * a, 2.0 * m, with_pdf)
+        return (jnp.where(upper, lt, log1mexp(lt)), lpdf, dlpdf), ok
+
+    def mixture_sums(x, a, m):
+        return mixture.log_sf_sum(x, a, m, with_pdf), jnp.ones(x.shape, bool)
+
+    return _tiers(
+        xs,
+        0.5 * dfs,
+        0.5 * ncs,
+        ((_is_df1, closed), (contour.contour_applies, contour_rule), (_everywhere, mixture_sums)),
+        3,
+    )
+
+
+def eval_logcdf(xs, dfs, ncs, with_pdf=False):
+    """(log cdf, log pdf, d log pdf/dx) at interior points; as ``eval_logsf``."""
+
+    def closed(x, a, m):
+        lcdf, usable = df1.logcdf(x, 2.0 * m)
+        lpdf, dlpdf = _d1_pdf_pair(x, m, with_pdf)
+        return (lcdf, lpdf, dlpdf), (a == 0.5) & usable
+
+    def contour_rule(x, a, m):
+        lt, upper, lpdf, dlpdf, ok = contour.contour(x, 2.0 * a, 2.0 * m, with_pdf)
+        return (jnp.where(upper, log1mexp(lt), lt), lpdf, dlpdf), ok
+
+    def mixture_sums(x, a, m):
+        return mixture.log_cdf_sum(x, a, m, with_pdf), jnp.ones(x.shape, bool)
+
+    return _tiers(
+        xs,
+        0.5 * dfs,
+        0.5 * ncs,
+        ((_is_df1, closed), (contour.contour_applies, contour_rule), (_everywhere, mixture_sums)),
+        3,
+    )
+
+
+def kernel_logsf(x, df, nc):
+    """(log sf,) at 1-D points of any value: every domain case settled, NaN if invalid."""
+    bad, interior, xs, dfs, ncs = _safe_inputs(x, df, nc)
+    lsf, _, _ = eval_logsf(xs, dfs, ncs)
+    lsf = jnp.minimum(lsf, 0.0)  # rounding (float32) must not give sf > 1
+    out = jnp.where(x <= 0, 0.0, jnp.where(jnp.isposinf(x), -jnp.inf, lsf))
+    return (jnp.where(bad, jnp.nan, out),)
+
+
+def kernel_logcdf(x, df, nc):
+    """(log cdf,) at 1-D points; as :func:`kernel_logsf`."""
+    bad, interior, xs, dfs, ncs = _safe_inputs(x, df, nc)
+    lcdf, _, _ = eval_logcdf(xs, dfs, ncs)
+    lcdf = jnp.minimum(lcdf, 0.0)
+    out = jnp.where(x <= 0, -jnp.inf, jnp.where(jnp.isposinf(x), 0.0, lcdf))
+    return (jnp.where(bad, jnp.nan, out),)
+
+
+def kernel_logpdf(x, df, nc):
+    """(log pdf,) at 1-D points; as :func:`kernel_logsf`."""
+    bad, interior, xs, dfs, ncs = _safe_inputs(x, df, nc)
+
+    def closed(x, a, m):
+        return (df1.logpdf(x, 2.0 * m),), a == 0.5
+
+    def contour_rule(x, a, m):
+        _, _, lpdf, _, ok = contour.contour(x, 2.0 * a, 2.0 * m, True)
+        return (lpdf,), ok
+
+    def series(x, a, m):
+        return (mixture.log_pdf_sum(x, a, m),), jnp.ones(x.shape, bool)
+
+    (lpdf,) = _tiers(
+        xs,
+        0.5 * dfs,
+        0.5 * ncs,
+        ((_is_df1, closed), (contour.contour_applies, contour_rule), (_everywhere, series)),
+        1,
+    )
+    # At x = 0 the density is +inf (df < 2), e^{-λ/2}/2 (df = 2) or 0 (df > 2).
+    at0 = jnp.where(dfs < 2, jnp.inf, jnp.where(dfs == 2, -_LN2 - 0.5 * ncs, -jnp.inf))
+    out = jnp.where(x < 0, -jnp.inf, jnp.where(x == 0, at0, lpdf))
+    out = jnp.where(jnp.isposinf(x), -jnp.inf, out)
+    return (jnp.where(bad, jnp.nan, out),)
+
+
+@jax.jit
+def logsf_impl(x, df, nc):
+    """log sf on arrays of any shape: promoted, broadcast, chunked (:func:`kernel_logsf`)."""
+    x, df, nc = promote(x, df, nc)
+    return batching.chunked(kernel_logsf, x, df, nc, n_out=1)[0]
+
+
+@jax.jit
+def logcdf_impl(x, df, nc):
+    """log cdf on arrays of any shape; as :func:`logsf_impl`."""
+    x, df, nc = promote(x, df, nc)
+    return batching.chunked(kernel_logcdf, x, df, nc, n_out=1)[0]
+
+
+@jax.jit
+def logpdf_impl(x, df, nc):
+    """log pdf on arrays of any shape; as :func:`logsf_impl`."""
+    x, df, nc = promote(x, df, nc)
+    return batching.chunked(kernel_logpdf, x, df, nc, n_out=1)[0]
