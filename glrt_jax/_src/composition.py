@@ -65,6 +65,19 @@ Method (and why each step is a bound)
 ε(δ) is found per direction by bisection on the certified bounds: any ε with
 upper-δ(ε) ≤ δ is a valid upper bound on ε whatever the bound's shape, and it is
 differentiated by the implicit-function rule at that root (grids held fixed).
+
+Where each step lives
+---------------------
+* :mod:`glrt_jax._src.losses`: the exact tails of one round's loss (per direction);
+* :mod:`glrt_jax._src.grids`: planning points, bins, the split and merged pairs, the
+  companded grid (steps 1–2);
+* :mod:`glrt_jax._src.planning`: the plan (tilt, damping, period, smoothing, sizes);
+* :mod:`glrt_jax._src.transform`: per-round terms at the nodes, summed over the phases
+  (step 3);
+* :mod:`glrt_jax._src.inversion`: the smoothed inversion and the certified bounds, the
+  ε search (steps 4–6);
+* this module: the three compiled stages (plan → phase sums → bounds), the size
+  choice and re-planning, input checks and the public entry points.
 """
 
 from __future__ import annotations
@@ -76,33 +89,10 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax import lax
-from jax.scipy.special import logsumexp
 
-from glrt_jax._src import losses
+from glrt_jax._src import inversion, losses, planning, transform
+from glrt_jax._src.transform import UNIT_ROUNDOFF
 from glrt_jax._src.validation import ADVERSARIES, NEIGHBOURINGS, check_choice, check_x64
-
-_U = 0.5 * float(np.finfo(np.float64).eps)
-# Planning points per direction (uniform, geometric from each end, geometric around 0).
-_N_UNIFORM = 256
-_N_GEOM = 192
-_GEOM = np.geomspace(1e-13, 1.0, _N_GEOM)
-# Chernoff tilts of the planner.
-_T_POS = np.geomspace(1e-3, 1e6, 73)
-# Extra tilts (as multiples of 1/s, s the tilted spread) for Chernoff and aliasing bounds.
-_U_MULT = np.array([0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0])
-# Frequency truncation: e^{−τ²Ω²/2} = e^{−_TRUNC_EXP} at the last node.
-_TRUNC_EXP = 45.0
-# Shifts c (multiples of log(1 + 1/a)) tried when the smoothing is removed.
-_C_LADDER = (0.1, 0.3, 1.0, 3.0)
-# Largest log of (trapezoid scale M(a) e^{−aε}) / δ the damping may bring.
-_LOG_SCALE_MAX = 12.0
-_BISECT = 64
-# Share of the tolerance given to the smoothing.
-_TAU_SHARE = 0.35
-_BATCH = 8
-# Phases per vmapped chunk of the composition scan.
-_CHUNK = 8
 
 
 class Bounds(NamedTuple):
@@ -113,276 +103,20 @@ class Bounds(NamedTuple):
     upper: Any
 
 
-def _safe_log(v):
-    pos = v > 0
-    return jnp.where(pos, jnp.log(jnp.where(pos, v, 1.0)), -jnp.inf)
+# ---------------------------------------------------------------------------
+# The three stages of a query, each its own compiled program when called eagerly
+# ---------------------------------------------------------------------------
+#
+# plan (per adversary, d, neighbouring, query and number of phases) → phase sums (per
+# adversary, d, neighbouring, B, J and number of phases) → bounds (per J and query
+# only). Under an outer jit they are traced into one program; eagerly, a plan serves
+# every size choice (and the size choice itself), and the bounds program is shared by
+# both adversaries, every d and every B.
 
 
-def _planning_points(lo, hi):
-    """Sorted planning points on [lo, hi]: uniform, geometric from both ends and around 0."""
-    w = hi - lo
-    g = jnp.asarray(_GEOM)
-    u = jnp.linspace(0.0, 1.0, _N_UNIFORM)
-    around = jnp.concatenate([g, -g]) * jnp.maximum(jnp.abs(lo), jnp.abs(hi))
-    pts = jnp.concatenate([lo + w * u, lo + w * g, hi - w * g, jnp.clip(around, lo, hi)])
-    return jnp.sort(pts)
-
-
-def _is_add(directions):
-    """Per-direction flags for :func:`_bins` (``None`` for the single replace pair)."""
-    if directions == ("replace",):
-        return None
-    return jnp.asarray([direction == "add" for direction in directions])
-
-
-def _bins(adversary, d, is_add, mu, q, x):
-    """P- and Q-masses of the bins between consecutive points, and the outside P-mass.
-
-    ``is_add``: a boolean scalar (traced is fine) for the add/remove pairs, ``None`` for
-    the replace pair.
-    """
-    is_add = None if is_add is None else jnp.broadcast_to(is_add, x.shape)
-    sp, fp, sq, fq = losses.segment_tails(adversary, d, mu, q, x, is_add)
-    # Differences of the smaller tail (full relative accuracy).
-    pi = jnp.where(sp[:-1] < 0.5, sp[:-1] - sp[1:], fp[1:] - fp[:-1])
-    kappa = jnp.where(sq[:-1] < 0.5, sq[:-1] - sq[1:], fq[1:] - fq[:-1])
-    outside = fp[0] + sp[-1]
-    return jnp.maximum(pi, 0.0), jnp.maximum(kappa, 0.0), outside
-
-
-def _split(pi, kappa, x):
-    """Connect-the-dots pmf on the points ``x`` (bins of any widths)."""
-    h = x[1:] - x[:-1]
-    exp_x = jnp.exp(jnp.clip(x[:-1], -700.0, 700.0))
-    up = jnp.clip((pi - exp_x * kappa) / -jnp.expm1(-jnp.maximum(h, 1e-300)), 0.0, pi)
-    return jnp.pad(pi - up, (0, 1)) + jnp.pad(up, (1, 0)), up
-
-
-def _merge(pi, kappa, x):
-    """Binned pair: one atom per bin at log(π/κ) (bins with a zero mass dropped)."""
-    ok = (pi > 0) & (kappa > 0)
-    loc = jnp.where(ok, _safe_log(pi) - _safe_log(kappa), 0.5 * (x[:-1] + x[1:]))
-    loc = jnp.clip(loc, x[:-1], x[1:])
-    return loc, jnp.where(ok, pi, 0.0)
-
-
-def _log_mgf(x, p, ts):
-    return logsumexp(ts[..., None] * x + _safe_log(p), axis=-1)
-
-
-def _plan_phase(adversary, d, directions, mu, q, log_m):
-    """Planning points, split pmf and ranges of one phase, per direction."""
-    bound = 0.5 * mu * mu + 40.0 * mu + 10.0 - jnp.log(q)
-    lo, hi = losses.probe_ranges(adversary, d, directions, mu, q, jnp.exp(log_m), bound)
-    is_add = _is_add(directions)
-
-    def one(lo_i, hi_i, add_i):
-        x = _planning_points(lo_i, hi_i)
-        pi, kappa, _ = _bins(adversary, d, add_i, mu, q, x)
-        return x, _split(pi, kappa, x)[0]
-
-    xs, ps = jax.vmap(one, in_axes=(0, 0, None if is_add is None else 0))(lo, hi, is_add)
-    return lo, hi, xs, ps
-
-
-def _compand_counts(xp, pmf, t):
-    """Per planning bin: the companding share ``w^{1/3} h^{2/3}`` (tilted and plain mass)."""
-    logw = _safe_log(pmf) + t * xp
-    w = jnp.exp(logw - logsumexp(logw))
-    w0 = pmf / jnp.sum(pmf)
-    wb = 0.5 * (w[:-1] + w[1:]) + 0.5 * (w0[:-1] + w0[1:])  # tilted and untilted, per bin
-    width = jnp.maximum(xp[1:] - xp[:-1], 0.0)
-    dens = jnp.where(width > 0, (wb / jnp.where(width > 0, width, 1.0)) ** (1.0 / 3.0), 0.0)
-    return dens * width, width
-
-
-def _companded_grid(xp, pmf, t, B):
-    """B + 1 points on [xp_0, xp_-1], density ∝ (tilted mass density)^{1/3}.
-
-    With a share 0.9 of the points placed so, the split's ``Σ_b w_b h_b²`` is at most
-    ``(Σ_b w_b^{1/3} h_b^{2/3})³ / (0.81 B²)`` (Hölder's equality case).
-    """
-    count, width = _compand_counts(xp, pmf, t)
-    total = jnp.sum(count)
-    # A floor: a tenth of the points spread uniformly, so no bin is ever empty of points.
-    count = 0.9 * count / total + 0.1 * width / jnp.sum(width)
-    cum = jnp.concatenate([jnp.zeros(1), jnp.cumsum(count)])
-    cum = cum / cum[-1]
-    levels = jnp.linspace(0.0, 1.0, B + 1)
-    x = jnp.interp(levels, cum, xp)
-    return x.at[0].set(xp[0]).at[-1].set(xp[-1])
-
-
-def _nodes_terms(x, p, a, dw, J):
-    """Per-node ``log1p`` term (nodes ``kΔω``, k < J), its error bound, tilted mean, log M(a).
-
-    ``Σ_b v_b e^{iω_k(x_b − c)}`` for ``k = k0 R + k1`` is a product of two tables of
-    phases, ``e^{i k0 R Δω (x − c)}`` and ``e^{i k1 Δω (x − c)}``, each the running
-    product of one phase per point: one sine and cosine per point and one complex
-    matrix product, instead of J·B of them.
-    """
-    lp = _safe_log(p)
-    logw = lp + a * x
-    log_m = logsumexp(logw)
-    v = jnp.exp(logw - log_m)
-    c = jnp.sum(v * x)
-    xc = x - c
-    R = _row(J)
-    e1 = jnp.exp(1j * dw * xc)
-    t1, eR = _powers(e1, R)  # e1^k1 (k1 < R), e1^R
-    t0, _ = _powers(eR, J // R)  # (e1^R)^k0
-    s_all = ((t0 * v) @ t1.T).reshape(-1) - 1.0
-    # Rounding: the sum of B terms, the running products and the final subtraction give
-    # |ŝ − s| ≤ e_abs; so |φ/M(a)| ≤ |1 + ŝ| + e_abs at every node, whatever ŝ is.
-    gam = (x.shape[0] + 2 * R + 2 * (J // R) + 16) * _U
-    e_abs = 4.0 * gam
-    l1p = jnp.log1p(s_all)
-    log_up = jnp.log(jnp.abs(1.0 + s_all) + e_abs)
-    rel = 4.0 * _U * (jnp.abs(l1p) + jnp.pi)  # rounding of log1p itself
-    return l1p, log_up, rel, c, log_m
-
-
-def _powers(e, n):
-    """Rows ``e^k`` for ``k < n`` (n a power of two) by doubling, and ``e^n``."""
-    table = jnp.ones((1,) + e.shape, e.dtype)
-    p = e
-    while table.shape[0] < n:
-        table = jnp.concatenate([table, table * p])
-        p = p * p
-    return table, p
-
-
-def _row(J):
-    """Row length of the two-table phase product: about √J, a power of two."""
-    return 1 << max(3, (int(math.isqrt(J)) - 1).bit_length())
-
-
-def _plan(adversary, d, neighbouring, mu, q, n, query, target, tol, J, hint=jnp.nan, tau_scale=1.0):
-    directions = losses.directions(adversary, neighbouring)
-    nf = n.astype(jnp.float64)
-    n_tot = jnp.sum(nf)
-    log_target = jnp.log(target) if query == "epsilon" else jnp.log(1e-12)
-    log_m = jnp.minimum(log_target, jnp.log(1e-12)) - 25.0 - jnp.log(n_tot)
-
-    def one(args):
-        m, r = args
-        return _plan_phase(adversary, d, directions, m, r, log_m)
-
-    lo, hi, xp, pp = lax.map(one, (mu, q), batch_size=_BATCH)  # (K, n_dir[, P])
-    ts = jnp.asarray(_T_POS)
-    lam = jax.vmap(jax.vmap(lambda x, p: _log_mgf(x, p, ts)))(xp, pp)  # (K, n_dir, T)
-    lam_tot = jnp.einsum("k,kdt->dt", nf, lam)
-
-    def tilted_var(x, p, tt):
-        logw = _safe_log(p) + tt * x
-        w = jnp.exp(logw - logsumexp(logw))
-        m1 = jnp.sum(w * x)
-        return jnp.sum(w * (x - m1) ** 2)
-
-    def composed_sd(tt):  # (n_dir,) spread of S under the tilt tt (per direction)
-        var = jax.vmap(jax.vmap(tilted_var, in_axes=(0, 0, 0)), in_axes=(0, 0, None))(xp, pp, tt)
-        return jnp.sqrt(jnp.maximum(jnp.einsum("k,kd->d", nf, var), 1e-30))
-
-    if query == "epsilon":
-        eps_ch = (lam_tot - log_target) / ts
-        it = jnp.argmin(eps_ch, axis=-1)
-        eps_ch_min = jnp.min(eps_ch, axis=-1)
-        # Planning needs ε from below: the saddle-point correction of the Chernoff bound
-        # (δ ≈ e^{Λ(t)−tε}/(t(1+t)√(2π)s)), with a margin.
-        t_s = ts[it]
-        corr = jnp.log(t_s * (1.0 + t_s) * math.sqrt(2.0 * math.pi) * composed_sd(t_s)) / t_s
-        eps_sp = eps_ch_min - jnp.maximum(corr, 0.0)
-        eps_ref = jnp.maximum(0.8 * eps_sp, 0.1 * eps_ch_min)
-        eps_ref = jnp.where(jnp.isfinite(hint), jnp.minimum(eps_ref, hint), eps_ref)
-        eps_ref = jnp.maximum(eps_ref, 1e-9)
-        log_delta_ref = jnp.full(eps_ref.shape, log_target)
-    else:
-        obj = lam_tot - ts * target
-        it = jnp.argmin(obj, axis=-1)
-        # δ(ε) to a relative tol: an ε-error of tol/a (a the saddle point).
-        eps_ref = 1.0 / ts[it]
-        eps_ch_min = jnp.full(eps_ref.shape, target)
-        log_delta_ref = jnp.min(obj, axis=-1) - 5.0
-    # Damping a and period W of the trapezoid rule. Aliasing from below is at most
-    # e^{−aW}/(1 − e^{−aW}) and from above M(b) e^{−bε}/(e^{(b−a)W} − 1) for b > a; both
-    # must stay far below tol·δ. Choose, among a no larger than the saddle point and with
-    # the scale M(a) e^{−aε} within e^{_LOG_SCALE_MAX} of δ (rounding errors are relative to
-    # the scale), the one that needs the fewest nodes
-    # (∝ W/τ).
-    log_margin = 8.0 - jnp.log(tol) - log_delta_ref[:, None]  # (n_dir, 1)
-    w_below = log_margin / ts[None, :]
-    num = lam_tot - ts[None, :] * eps_ref[:, None] + log_margin  # (n_dir, T) at b
-    gap = ts[None, :] - ts[:, None]  # [a, b]
-    w_above = jnp.min(
-        jnp.where(gap[None] > 0, num[:, None, :] / jnp.where(gap > 0, gap, 1.0)[None], jnp.inf),
-        axis=-1,
-    )
-    w_cand = jnp.maximum(jnp.maximum(w_below, w_above), 1e-3)
-    c_cand = jnp.log1p(1.0 / ts)[None, :]
-    factor_c = 0.5 * (1.0 + ts) + 0.5 * jnp.exp(ts * c_cand) / (ts * -jnp.expm1(-c_cand))
-    tau_c = jnp.sqrt(_TAU_SHARE * tol * eps_ref[:, None] / factor_c)
-    log_scale = lam_tot - ts[None, :] * eps_ref[:, None] - log_delta_ref[:, None]
-    ok = (ts[None, :] <= ts[it][:, None]) & (log_scale <= _LOG_SCALE_MAX) & jnp.isfinite(w_cand)
-    ok = ok & (ts < ts[-1])[None, :]
-    cost = jnp.where(ok, w_cand / tau_c, jnp.inf)
-    ia = jnp.where(jnp.any(ok, axis=-1), jnp.argmin(cost, axis=-1), it)
-    a = ts[ia]
-    W = jnp.take_along_axis(w_cand, ia[:, None], axis=-1)[:, 0]
-    W = jnp.where(jnp.isfinite(W), W, 100.0)
-    tau_tol = tau_scale * jnp.take_along_axis(tau_c, ia[:, None], axis=-1)[:, 0]
-
-    s_a = composed_sd(a)
-    omega_max = J * 2.0 * jnp.pi / W
-    tau_nodes = math.sqrt(2.0 * _TRUNC_EXP) / omega_max
-    tau = jnp.maximum(tau_tol, tau_nodes)
-    # Points per round: the split adds at most Σ_k n_k (Σ c)³/(0.81 B²)/4 of tilted
-    # variance; it moves ε by about (1 + a)/2 times that. Give it 0.3 tol ε.
-    share = jax.vmap(
-        jax.vmap(lambda x, p, tt: jnp.sum(_compand_counts(x, p, tt)[0]), (0, 0, 0)),
-        (0, 0, None),
-    )(xp, pp, a)
-    v_b = jnp.einsum("k,kd->d", nf, share**3) / (0.81 * 4.0)
-    b_need = jnp.sqrt(v_b * (1.0 + a) / (2.0 * 0.3 * tol * eps_ref))
-    j_need = math.sqrt(2.0 * _TRUNC_EXP) / tau_tol * W / (2.0 * math.pi)
-    # Only the directions that can decide the answer ask for accuracy; the others are
-    # computed at whatever sizes (their bounds stay valid, and far below).
-    if query == "epsilon":
-        relevant = eps_ch_min >= 0.5 * jnp.max(eps_ch_min)
-    else:
-        log_ch = jnp.min(obj, axis=-1)
-        relevant = log_ch >= jnp.max(log_ch) - math.log(100.0)
-    b_need = jnp.where(relevant, b_need, 0.0)
-    j_need = jnp.where(relevant, j_need, 0.0)
-    return dict(
-        sup=jnp.einsum("k,kd->d", nf, hi),
-        b_need=b_need,
-        j_need=j_need,
-        directions=directions,
-        a=a,
-        tau=tau,
-        tau_tol=tau_tol,
-        W=W,
-        s_a=s_a,
-        lo=lo,
-        hi=hi,
-        xp=xp,
-        pp=pp,
-        eps_ref=eps_ref,
-        eps_ch=eps_ch_min,
-    )
-
-
-@functools.partial(jax.jit, static_argnames=("adversary", "d", "neighbouring", "B", "J", "query"))
-def compose_query(
-    mu, q, n, target, tol, hint=jnp.nan, tau_scale=1.0, *, adversary, d, neighbouring, B, J, query
-):
-    """Bounds on ε(δ = target) or δ(ε = target) for K phases; returns (Bounds, diag).
-
-    ``hint``: an ε known to lie at or below the answer (ε queries), to plan with when the
-    saddle-point guess from the Chernoff bound is too high; NaN for none. ``tau_scale``
-    (≤ 1) shrinks the planned smoothing, for losses whose density at ε is large compared
-    with the saddle-point picture (``diag["smoothing"]`` says when).
-    """
+@functools.partial(jax.jit, static_argnames=("query",))
+def _sanitize(mu, q, n, target, tol, query):
+    """Replace invalid inputs by harmless ones (NaN answers under jit); the validity flag."""
     valid = jnp.all((mu > 0) & jnp.isfinite(mu) & (q > 0) & (q <= 1) & (n >= 0))
     valid = valid & jnp.any(n > 0) & jnp.isfinite(target) & (tol > 0)
     if query == "epsilon":
@@ -391,290 +125,66 @@ def compose_query(
     q = jnp.where(valid, q, 0.5)
     n = jnp.where(valid, n, 1)
     target = jnp.where(valid, target, 0.5)
-    plan = _plan(adversary, d, neighbouring, mu, q, n, query, target, tol, J, hint, tau_scale)
-    plan = {k: (lax.stop_gradient(v) if isinstance(v, jax.Array) else v) for k, v in plan.items()}
-    is_add = _is_add(plan["directions"])
-    add_axis = None if is_add is None else 0
-    a, tau, W = plan["a"], plan["tau"], plan["W"]
-    dw = 2.0 * jnp.pi / W  # (n_dir,)
-    # Tilts for Chernoff and aliasing bounds: a ± multiples of 1/s, and 0 < b < a.
-    g = jnp.asarray(_U_MULT)
-    b_up = a[:, None] + g[None, :] / plan["s_a"][:, None]
-    b_dn = a[:, None] * jnp.asarray([0.0, 0.25, 0.5, 0.75, 0.9])[None, :]
-    b_all = jnp.concatenate([b_up, b_dn, a[:, None]], axis=-1)  # (n_dir, nb)
+    return valid, mu, q, n, target
 
-    def one_direction(m, r, xp, pp, a_i, dw_i, b_i, add_i):
-        """One phase's terms in one direction (per round)."""
-        x = lax.stop_gradient(_companded_grid(xp, pp, a_i, B))
-        pi, kappa, outside = _bins(adversary, d, add_i, m, r, x)
-        p_up, up = _split(pi, kappa, x)
-        x_lo, p_lo = _merge(pi, kappa, x)
-        x_lo = lax.stop_gradient(x_lo)
-        # MGFs for the Chernoff and aliasing bounds, from the split pair for both sides:
-        # it dominates the round, which dominates the merged pair, and for b ≥ 0
-        # E_P[e^{bL}] = E_Q[(P/Q)^{1+b}] is an f-divergence (data processing).
-        mg = _log_mgf(x, p_up, b_i)
-        sides = []
-        for xx, pv in ((x, p_up), (x_lo, p_lo)):
-            l1p, log_up, rel, c, log_m = _nodes_terms(xx, pv, a_i, dw_i, J)
-            sides.append((l1p, log_up, rel, c, log_m, mg))
-        h = x[1:] - x[:-1]
-        theta = jnp.where(pi > 0, up / jnp.where(pi > 0, pi, 1.0), 0.0)
-        lw = _safe_log(pi) + a_i * 0.5 * (x[1:] + x[:-1])
-        wt = jnp.exp(lw - logsumexp(lw))
-        dv = jnp.sum(wt * theta * (1.0 - theta) * h * h)
-        keep = jnp.log1p(-jnp.minimum(outside, 1.0))
-        return sides[0], sides[1], (keep, dv)
 
-    per_direction = jax.vmap(one_direction, in_axes=(None, None, 0, 0, 0, 0, 0, add_axis))
+@functools.partial(jax.jit, static_argnames=("adversary", "d", "neighbouring", "query"))
+def _plan_stage(mu, q, n, target, tol, hint, tau_scale, *, adversary, d, neighbouring, query):
+    p = planning.plan(adversary, d, neighbouring, mu, q, n, query, target, tol, hint, tau_scale)
+    return jax.tree_util.tree_map(jax.lax.stop_gradient, p)
 
-    def contribution(args):
-        """One phase's terms, already multiplied by its count (zero for padding)."""
-        m, r, k, xp, pp = args
-        terms = per_direction(m, r, xp, pp, a, dw, b_all, is_add)
-        kf = k.astype(jnp.float64)
-        return jax.tree_util.tree_map(lambda v: jnp.where(k > 0, kf * v, 0.0 * v), terms)
 
-    # Phases in chunks: a scan over chunks (memory of one chunk), a vmap within.
-    kk = mu.shape[0]
-    chunk = math.gcd(kk, _CHUNK)
-    xs = (mu, q, n, plan["xp"], plan["pp"])
-    xs = jax.tree_util.tree_map(lambda v: v.reshape((kk // chunk, chunk) + v.shape[1:]), xs)
-
-    def body(acc, block):
-        part = jax.vmap(contribution)(block)
-        part = jax.tree_util.tree_map(lambda v: jnp.sum(v, axis=0), part)
-        return jax.tree_util.tree_map(jnp.add, acc, part), None
-
-    init = jax.tree_util.tree_map(
-        jnp.zeros_like, jax.eval_shape(contribution, jax.tree_util.tree_map(lambda v: v[0, 0], xs))
+@functools.partial(jax.jit, static_argnames=("adversary", "d", "neighbouring", "B", "J"))
+def _sums_stage(mu, q, n, p, *, adversary, d, neighbouring, B, J):
+    tau = planning.smoothing_width(p, J)
+    tilts = planning.bound_tilts(p)
+    carry = transform.phase_sums(
+        mu,
+        q,
+        n,
+        p,
+        p.a,
+        2.0 * jnp.pi / p.W,
+        tilts,
+        adversary=adversary,
+        d=d,
+        directions=losses.directions(adversary, neighbouring),
+        B=B,
+        J=J,
     )
-    carry, _ = lax.scan(body, init, xs)  # leaves with a leading direction axis
-    n_tot = jnp.sum(n.astype(jnp.float64))
-    gam = (B + 4) * _U
-    wk = jnp.full((J,), 2.0).at[0].set(1.0)  # trapezoid weights on k ≥ 0 (real parts)
-    R = _row(J)
+    return carry, tau, tilts
 
-    def evaluate(cr, a_i, tau_i, W_i, dw_i, b_i, sup_i):
-        """One direction's (upper, lower, estimate, smoothing share) for the query."""
-        om = dw_i * jnp.arange(J)  # nodes, 0 included
-        z = a_i + 1j * om
-        om_max = J * dw_i
-        cr_sg = lax.stop_gradient(cr)
 
-        def prepare(side, var, weight, cap, trunc):
-            """Node values of one smoothed transform, with ε-free error terms.
+@functools.partial(jax.jit, static_argnames=("J", "query"))
+def _bounds_stage(carry, p, tau, tilts, n, target, gam, valid, *, J, query):
+    out, diag = inversion.query_bounds(carry, p, tau, tilts, n, target, gam, J=J, query=query)
+    return Bounds(*(jnp.where(valid, v, jnp.nan) for v in out)), diag
 
-            ``(Δω/2π) Σ_k w_k Re[M_S(a+iω_k)/M_S(a) e^{var((a+iω)²−a²)/2} e^{−iωε} weight_k]``
-            is ``trap(prepared, ε)``; it is relative to the scale
-            ``M_S(a) e^{var a²/2 − aε}``.
-            """
-            lam, log_up, rel, cs, lm, _ = side
-            factor = jnp.exp(0.5 * var * (z * z - a_i * a_i) + 1j * om * cs) * weight
-            g = jnp.exp(lam) * factor
-            mag = jnp.abs(g)
-            # Per node: Π(|φ̂_k| + e)^{n_k} − Π|φ̂_k|^{n_k} bounds the error of the product,
-            # and the rounding of the logs adds e^{rel} − 1 relative.
-            node_err = jnp.abs(factor) * (jnp.exp(log_up) - jnp.exp(jnp.real(lam)))
-            node_err = node_err + mag * jnp.expm1(rel)
-            fp = dw_i / (2.0 * jnp.pi) * jnp.sum(wk * jnp.minimum(node_err, jnp.abs(factor) + cap))
-            # The sums' rounding, and the phases ω(c − ε) rounded to a few ulps of their
-            # size (the latter grows with |c| + |ε|: kept apart).
-            total_mag = dw_i / (2.0 * jnp.pi) * jnp.sum(wk * mag)
-            fp = fp + 4.0 * J * _U * total_mag
-            phase = 8.0 * _U * om[-1] * total_mag
-            base = (wk * g).reshape(J // R, R)
-            return base, fp + trunc, phase, jnp.abs(cs), lm + 0.5 * var * a_i * a_i
 
-        def trap(prep, eps):
-            base, err, phase, abs_c, log_c0 = prep
-            err = err + phase * (abs_c + jnp.abs(eps))
-            p1 = jnp.exp(-1j * dw_i * eps * jnp.arange(R))
-            p0 = jnp.exp(-1j * (R * dw_i) * eps * jnp.arange(J // R))
-            val = dw_i / (2.0 * jnp.pi) * jnp.real(p0 @ (base @ p1))
-            return val, err, log_c0 - a_i * eps
-
-        def side_eval(side):
-            """δ_X, the density of S + 2τZ, Chernoff and aliasing bounds, as functions of ε."""
-            mgs = side[-1]
-            safe_om = jnp.where(om > 0, om, 1.0)
-            cap = jnp.where(om > 0, jnp.exp(-0.5 * tau_i**2 * om * om) / safe_om**2, jnp.inf)
-            trunc = jnp.exp(-0.5 * tau_i**2 * om_max**2) / (jnp.pi * tau_i**2 * om_max**3)
-            prep_d = prepare(side, tau_i**2, 1.0 / (z * (z + 1.0)), cap, trunc)
-            v = 4.0 * tau_i**2
-            cap_f = jnp.exp(-0.5 * v * om * om)
-            trunc_f = jnp.exp(-0.5 * v * om_max**2) / (jnp.pi * v * om_max)
-            prep_f = prepare(side, v, 1.0, cap_f, trunc_f)
-
-            def delta_x(eps):  # E g_ε(S + τZ)
-                return trap(prep_d, eps)
-
-            def density(eps):  # density of S + 2τZ at ε
-                return trap(prep_f, eps)
-
-            def chernoff(y):  # bound on P(S > y)
-                vals = jnp.where(b_i > 0, mgs - b_i * y, jnp.inf)
-                return jnp.exp(jnp.minimum(jnp.min(vals), 0.0))
-
-            def alias(eps):  # Σ_{m≠0} e^{amW} δ_X(ε + mW)
-                log_mx = mgs + 0.5 * tau_i**2 * b_i * b_i
-                above = jnp.where(
-                    b_i > a_i, log_mx - b_i * eps - _log_expm1((b_i - a_i) * W_i), jnp.inf
-                )
-                below = jnp.where(
-                    b_i < a_i,
-                    jnp.where(b_i > 0, log_mx - b_i * eps, 0.0) - _log_expm1((a_i - b_i) * W_i),
-                    jnp.inf,
-                )
-                return jnp.exp(jnp.min(above)) + jnp.exp(jnp.min(below))
-
-            return delta_x, density, chernoff, alias
-
-        live_up = side_eval(cr[0])
-        sg_up, sg_lo = side_eval(cr_sg[0]), side_eval(cr_sg[1])
-
-        def upper_delta(eps, live=False):
-            keep = (cr if live else cr_sg)[2][0]
-            delta_x, _, chern, _ = live_up if live else sg_up
-
-            def tplus(e):
-                val, err, log_c = delta_x(e)
-                return jnp.maximum(val + err, 0.0) * jnp.exp(log_c + n_tot * gam)
-
-            gm = jnp.expm1(0.5 * tau_i**2)
-
-            def smooth_at(c):  # (e^{τ²/2} − 1) P(S > ε), P(S > ε) ≤ δ_S(ε − c)/(1 − e^{−c})
-                return gm / -jnp.expm1(-c) * (tplus(eps - c) + gm * chern(eps - c))
-
-            cs = jnp.log1p(1.0 / a_i) * jnp.asarray(_C_LADDER)
-            smooth = jnp.min(jax.vmap(smooth_at)(cs))
-            fail = -jnp.expm1(keep)
-            # Above the largest composed loss of the grids only the failure mass is left.
-            inside = jnp.where(eps < sup_i, tplus(eps) + smooth, 0.0)
-            return jnp.minimum(inside + fail, 1.0)
-
-        def lower_delta(eps):
-            delta_x, density, _, alias = sg_lo
-            val, err, log_c = delta_x(eps)
-            val = (val - err) * jnp.exp(log_c - n_tot * gam) - alias(eps)
-            f, f_err, log_cf = density(eps)
-            c_tau = jnp.exp(tau_i**2 * (0.5 + 1.0 / 6.0)) * (
-                tau_i / math.sqrt(2.0 * math.pi) + tau_i**2
-            )
-            deficit = c_tau * 2.0 * tau_i * math.sqrt(2.0 * math.pi) * jnp.maximum(f + f_err, 0.0)
-            deficit = deficit * jnp.exp(log_cf + n_tot * gam)
-            return jnp.where(eps < sup_i, jnp.maximum(val - deficit, 0.0), 0.0)
-
-        def raw_delta(eps):  # the two discretisations' δ_X, averaged
-            out = 0.0
-            for delta_x, _, _, _ in (sg_up, sg_lo):
-                val, _, log_c = delta_x(eps)
-                out = out + 0.5 * jnp.maximum(val, 0.0) * jnp.exp(log_c)
-            return jnp.where(eps < sup_i, out, 0.0)
-
-        def raw_density(eps):
-            f, _, log_cf = sg_up[1](eps)
-            return jnp.maximum(f, 0.0) * jnp.exp(log_cf)
-
-        # Smoothing's share of the error, relative: δ_X − δ_S ≈ (τ²/2)(f_S(ε) − …), which
-        # the plan sized from the saddle-point picture; a loss with a steep tail at ε (one
-        # round, small q) has a density there far above it. Reported so that an eager
-        # caller can re-plan.
-        tiny = jnp.finfo(jnp.float64).tiny
-        if query == "delta":
-            eps = target
-            up = upper_delta(eps, live=True)
-            low, est = lower_delta(eps), raw_delta(eps)
-            share = 0.5 * tau_i**2 * raw_density(eps) / jnp.maximum(est, tiny)
-            return up, low, est, share
-        delta = lax.stop_gradient(target)
-        hi0 = 4.0 * jnp.max(plan["eps_ch"]) + 10.0
-        eu = _first_below(upper_delta, delta, jnp.asarray(0.0), hi0)
-        ee = _first_below(raw_delta, delta, jnp.asarray(0.0), hi0)
-        el = _last_above(lower_delta, delta, jnp.where(jnp.isfinite(eu), eu, ee))
-        # Implicit-function derivative at the root: U(ε(θ), θ) = δ.
-        finite = jnp.isfinite(eu) & (eu > 0)
-        e0 = jnp.where(finite, eu, 1.0)
-        slope = lax.stop_gradient(jax.grad(upper_delta)(e0))
-        ok = finite & (slope < 0)
-        # U(ε, θ) = δ: dε = −(∂U/∂θ dθ − dδ)/(∂U/∂ε), δ included (calibration needs it).
-        val = upper_delta(e0, live=True) - (target - lax.stop_gradient(target))
-        corr = (val - lax.stop_gradient(val)) / jnp.where(ok, slope, 1.0)
-        up = jnp.where(ok, eu - corr, eu)
-        e1 = jnp.where(jnp.isfinite(ee) & (ee > 0), ee, 1.0)
-        rate = jnp.abs(jax.grad(raw_delta)(e1))
-        share = 0.5 * tau_i**2 * raw_density(e1) / jnp.maximum(rate * e1, tiny)
-        return up, el, ee, share
-
-    ups, lows, ests, shares = jax.vmap(evaluate)(carry, a, tau, W, dw, b_all, plan["sup"])
-    up = jnp.max(ups)
-    low = lax.stop_gradient(jnp.max(lows))
-    est = lax.stop_gradient(jnp.max(ests))
-    out = Bounds(low, jnp.clip(est, low, up), up)
-    out = Bounds(*(jnp.where(valid, v, jnp.nan) for v in out))
-    decide = jnp.argmax(ests)
-    diag = dict(
-        a=a,
-        tau=tau,
-        tau_tol=plan["tau_tol"],
-        W=W,
-        dv=carry[2][1],
-        eps_ref=plan["eps_ref"],
-        b_need=plan["b_need"],
-        j_need=plan["j_need"],
-        smoothing=lax.stop_gradient(shares[decide]),
-        tau_over_tol=(tau / plan["tau_tol"])[decide],
-        ups=ups,
+def _staged(valid, mu, q, n, target, p, *, adversary, d, neighbouring, B, J, query):
+    carry, tau, tilts = _sums_stage(
+        mu, q, n, p, adversary=adversary, d=d, neighbouring=neighbouring, B=B, J=J
     )
-    return out, diag
+    gam = (B + 4) * UNIT_ROUNDOFF
+    return _bounds_stage(carry, p, tau, tilts, n, target, gam, valid, J=J, query=query)
 
 
-def _log_expm1(x):
-    return jnp.where(x > 30.0, x, jnp.log(jnp.expm1(jnp.minimum(x, 30.0))))
+@functools.partial(jax.jit, static_argnames=("adversary", "d", "neighbouring", "B", "J", "query"))
+def compose_query(
+    mu, q, n, target, tol, hint=jnp.nan, tau_scale=1.0, *, adversary, d, neighbouring, B, J, query
+):
+    """Bounds on ε(δ = target) or δ(ε = target) for K phases; returns (Bounds, diag).
 
-
-def _first_below(fn, level, lo, hi):
-    """Smallest ε found in [lo, hi] with fn(ε) ≤ level (bisection; inf if fn(hi) > level).
-
-    Only points where fn was evaluated and found ≤ level are ever returned, so the result
-    is valid whatever the shape of fn. (They are not evaluated again: a second evaluation
-    of the same expression, compiled differently, may round to the other side of level.)
+    One program for the three stages (for callers inside ``jit``, e.g. calibration).
+    ``hint``: an ε known to lie at or below the answer (ε queries), to plan with when the
+    saddle-point guess from the Chernoff bound is too high; NaN for none. ``tau_scale``
+    (≤ 1) shrinks the planned smoothing, for losses whose density at ε is large compared
+    with the saddle-point picture (``diag["smoothing"]`` says when).
     """
-    lo_ok, hi_ok = jax.vmap(fn)(jnp.stack([lo, hi])) <= level
-
-    def body(_, state):
-        a, b, b_ok = state
-        mid = 0.5 * (a + b)
-        ok = fn(mid) <= level
-        return jnp.where(ok, a, mid), jnp.where(ok, mid, b), b_ok | ok
-
-    _, b, b_ok = lax.fori_loop(0, _BISECT, body, (lo, hi, hi_ok))
-    return jnp.where(lo_ok, lo, jnp.where(b_ok, b, jnp.inf))
-
-
-_LADDER = np.concatenate([[0.0], np.geomspace(1e-7, 1.0, 29)])
-
-
-def _last_above(fn, level, start):
-    """A large ε ≤ start with fn(ε) ≥ level (0 if none): a ladder down, then bisection.
-
-    As in :func:`_first_below`, only points found to pass are returned.
-    """
-    pts = start * (1.0 - jnp.asarray(_LADDER))
-    ok = jax.vmap(fn)(pts) >= level
-    j = jnp.argmax(ok)  # first passing rung (largest ε)
-    any_ok = jnp.any(ok)
-    good = pts[j]
-    bad = jnp.where(j > 0, pts[jnp.maximum(j - 1, 0)], good)
-
-    def body(_, ab):
-        g, b = ab
-        mid = 0.5 * (g + b)
-        m_ok = fn(mid) >= level
-        return jnp.where(m_ok, mid, g), jnp.where(m_ok, b, mid)
-
-    g, _ = lax.fori_loop(0, 40, body, (good, bad))
-    return jnp.where(any_ok, g, 0.0)
+    static = dict(adversary=adversary, d=d, neighbouring=neighbouring)
+    valid, mu, q, n, target = _sanitize(mu, q, n, target, tol, query)
+    p = _plan_stage(mu, q, n, target, tol, hint, tau_scale, query=query, **static)
+    return _staged(valid, mu, q, n, target, p, B=B, J=J, query=query, **static)
 
 
 # Re-plans of an eager query whose answer contradicts the plan (see _refine), and the
@@ -689,24 +199,19 @@ NODES = (256, 1024, 4096, 16384, 65536)
 JIT_SIZES = (512, 4096)
 
 
-@functools.partial(jax.jit, static_argnames=("adversary", "d", "neighbouring", "query"))
-def _needed_sizes(mu, q, n, target, tol, hint, tau_scale, *, adversary, d, neighbouring, query):
-    """Grid points and nodes the planned tilt, window and smoothing ask for."""
-    plan = _plan(
-        adversary, d, neighbouring, mu, q, n, query, target, tol, NODES[0], hint, tau_scale
-    )
-    return jnp.max(plan["b_need"]), jnp.max(plan["j_need"])
-
-
-def choose_sizes(mu, q, n, target, tol, hint=jnp.nan, tau_scale=1.0, **static):
-    """(B, J) from :data:`POINTS` and :data:`NODES` that meet ``tol`` (largest if none)."""
-    hint = jnp.asarray(hint, jnp.float64)
-    tau_scale = jnp.asarray(tau_scale, jnp.float64)
-    needed = _needed_sizes(mu, q, n, target, tol, hint, tau_scale, **static)
-    b_need, j_need = (float(v) for v in needed)
+def _sizes_for(p):
+    """(B, J) from :data:`POINTS` and :data:`NODES` that meet the plan's needs (largest if none)."""
+    b_need, j_need = float(jnp.max(p.b_need)), float(jnp.max(p.j_need))
     b = next((s for s in POINTS if s >= 1.1 * b_need), POINTS[-1])
     j = next((s for s in NODES if s >= 1.1 * j_need), NODES[-1])
     return b, j
+
+
+def choose_sizes(mu, q, n, target, tol, hint=jnp.nan, tau_scale=1.0, *, query, **static):
+    """(B, J) from :data:`POINTS` and :data:`NODES` that meet ``tol`` (largest if none)."""
+    hint = jnp.asarray(hint, jnp.float64)
+    tau_scale = jnp.asarray(tau_scale, jnp.float64)
+    return _sizes_for(_plan_stage(mu, q, n, target, tol, hint, tau_scale, query=query, **static))
 
 
 # ---------------------------------------------------------------------------
@@ -777,7 +282,7 @@ def _bucket(k: int) -> int:
     return 1 << max(0, (k - 1).bit_length())
 
 
-def _refine(bounds, diag, mu, q, n, target, tol, static):
+def _refine(bounds, diag, valid, mu, q, n, target, tol, static):
     """Eager re-plans when the answer shows the plan's assumptions did not hold.
 
     Two cases: an ε answer near or below the planning guess ``eps_ref`` (one or a few
@@ -801,8 +306,10 @@ def _refine(bounds, diag, mu, q, n, target, tol, static):
         if not again:
             break
         hint_a = jnp.asarray(hint, jnp.float64)
-        b2, j2 = choose_sizes(mu, q, n, target, tol, hint_a, scale, **static)
-        new, diag = compose_query(mu, q, n, target, tol, hint_a, scale, B=b2, J=j2, **static)
+        scale_a = jnp.asarray(scale, jnp.float64)
+        p = _plan_stage(mu, q, n, target, tol, hint_a, scale_a, **static)
+        b2, j2 = _sizes_for(p)
+        new, diag = _staged(valid, mu, q, n, target, p, B=b2, J=j2, **static)
         better = float(new.upper) < float(bounds.upper)
         bounds = Bounds(
             jnp.maximum(bounds.lower, new.lower),
@@ -861,17 +368,18 @@ def _query(
     target = jnp.asarray(target, jnp.float64)
     tol_a = jnp.asarray(tol, jnp.float64)
     static = dict(adversary=adversary, d=int(d), neighbouring=neighbouring, query=query)
+    traced = _is_traced(sig, q, n, target, tol_a)
+    valid, mu, q, n, target = _sanitize(mu, q, n, target, tol_a, query)
+    nan, one = jnp.asarray(jnp.nan, jnp.float64), jnp.asarray(1.0, jnp.float64)
+    p = _plan_stage(mu, q, n, target, tol_a, nan, one, **static)
     auto = points is None and nodes is None
     if points is None or nodes is None:
-        if _is_traced(sig, q, n, target, tol_a):
-            b, j = JIT_SIZES
-        else:
-            b, j = choose_sizes(mu, q, n, target, tol_a, **static)
+        b, j = JIT_SIZES if traced else _sizes_for(p)
         points = b if points is None else points
         nodes = j if nodes is None else nodes
-    bounds, diag = compose_query(mu, q, n, target, tol_a, B=points, J=nodes, **static)
-    if auto and not _is_traced(sig, q, n, target, tol_a):
-        bounds = _refine(bounds, diag, mu, q, n, target, tol_a, static)
+    bounds, diag = _staged(valid, mu, q, n, target, p, B=points, J=nodes, **static)
+    if auto and not traced:
+        bounds = _refine(bounds, diag, valid, mu, q, n, target, tol_a, static)
     return bounds
 
 

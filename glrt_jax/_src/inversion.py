@@ -1,0 +1,275 @@
+"""Smoothed Fourier inversion of the composed transform, and its certified bounds.
+
+Given the composed per-node terms of :func:`glrt_jax._src.transform.phase_sums`, this
+module evaluates, per direction of the neighbouring relation and as functions of ε,
+
+* ``δ_X(ε) = E g_ε(S + τZ)`` by the trapezoid rule at the nodes (upper side before
+  truncation: the aliasing terms are non-negative), with per-node rounding bounds;
+* the density of ``S + 2τZ`` (to remove the smoothing on the lower side), the Chernoff
+  bounds of ``S`` and the aliasing bounds, from the MGFs at the bound tilts;
+* the upper bound ``δ_S(ε) ≤ δ_X(ε) + (e^{τ²/2} − 1) P(S > ε) + failure mass`` and the
+  lower bound ``δ_S(ε) ≥ δ_X(ε) − aliasing − smoothing deficit`` (proofs in
+  :mod:`glrt_jax._src.composition`);
+
+and answers the query: δ(ε) directly, or ε(δ) by searching the certified bounds
+(:func:`first_below`, :func:`last_above`: only points where a bound was evaluated and
+found on the safe side are returned, so the answer is valid whatever the bound's shape),
+with the implicit-function derivative of the upper bound at its root.
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from glrt_jax._src import transform
+from glrt_jax._src.transform import UNIT_ROUNDOFF
+
+# Shifts c (multiples of log(1 + 1/a)) tried when the smoothing is removed.
+_C_LADDER = (0.1, 0.3, 1.0, 3.0)
+_BISECT = 64
+
+
+def query_bounds(carry, p, tau, tilts, n, target, gam, *, J, query):
+    """(lower, estimate, upper) of the answer, and diagnostics.
+
+    Args:
+      carry: the composed terms of :func:`glrt_jax._src.transform.phase_sums`.
+      p: the :class:`glrt_jax._src.planning.Plan`; tau: smoothing width per direction;
+        tilts: the bound tilts per direction.
+      n: steps per phase; target: δ (``query="epsilon"``) or ε (``query="delta"``);
+        gam: relative rounding of one round's normaliser, ``(B + 4)u``.
+      J: nodes; query: ``"epsilon"`` or ``"delta"``.
+
+    Returns:
+      ``((lower, estimate, upper), diag)``: the answer is the maximum over directions;
+      ``upper`` carries the derivative (implicit function at the root for ε queries).
+    """
+    a, W = p.a, p.W
+    dw = 2.0 * jnp.pi / W
+    n_tot = jnp.sum(n.astype(jnp.float64))
+    wk = jnp.full((J,), 2.0).at[0].set(1.0)  # trapezoid weights on k ≥ 0 (real parts)
+    R = transform.row_length(J)
+
+    def evaluate(cr, a_i, tau_i, W_i, dw_i, b_i, sup_i):
+        """One direction's (upper, lower, estimate, smoothing share) for the query."""
+        om = dw_i * jnp.arange(J)  # nodes, 0 included
+        z = a_i + 1j * om
+        om_max = J * dw_i
+        cr_sg = lax.stop_gradient(cr)
+
+        def prepare(side, var, weight, cap, trunc):
+            """Node values of one smoothed transform, with ε-free error terms.
+
+            ``(Δω/2π) Σ_k w_k Re[M_S(a+iω_k)/M_S(a) e^{var((a+iω)²−a²)/2} e^{−iωε} weight_k]``
+            is ``trap(prepared, ε)``; it is relative to the scale
+            ``M_S(a) e^{var a²/2 − aε}``.
+            """
+            lam, log_up, rel, cs, lm, _ = side
+            factor = jnp.exp(0.5 * var * (z * z - a_i * a_i) + 1j * om * cs) * weight
+            g = jnp.exp(lam) * factor
+            mag = jnp.abs(g)
+            # Per node: Π(|φ̂_k| + e)^{n_k} − Π|φ̂_k|^{n_k} bounds the error of the product,
+            # and the rounding of the logs adds e^{rel} − 1 relative.
+            node_err = jnp.abs(factor) * (jnp.exp(log_up) - jnp.exp(jnp.real(lam)))
+            node_err = node_err + mag * jnp.expm1(rel)
+            fp = dw_i / (2.0 * jnp.pi) * jnp.sum(wk * jnp.minimum(node_err, jnp.abs(factor) + cap))
+            # The sums' rounding, and the phases ω(c − ε) rounded to a few ulps of their
+            # size (the latter grows with |c| + |ε|: kept apart).
+            total_mag = dw_i / (2.0 * jnp.pi) * jnp.sum(wk * mag)
+            fp = fp + 4.0 * J * UNIT_ROUNDOFF * total_mag
+            phase = 8.0 * UNIT_ROUNDOFF * om[-1] * total_mag
+            base = (wk * g).reshape(J // R, R)
+            return base, fp + trunc, phase, jnp.abs(cs), lm + 0.5 * var * a_i * a_i
+
+        def trap(prep, eps):
+            base, err, phase, abs_c, log_c0 = prep
+            err = err + phase * (abs_c + jnp.abs(eps))
+            p1 = jnp.exp(-1j * dw_i * eps * jnp.arange(R))
+            p0 = jnp.exp(-1j * (R * dw_i) * eps * jnp.arange(J // R))
+            val = dw_i / (2.0 * jnp.pi) * jnp.real(p0 @ (base @ p1))
+            return val, err, log_c0 - a_i * eps
+
+        def side_eval(side):
+            """δ_X, the density of S + 2τZ, Chernoff and aliasing bounds, as functions of ε."""
+            mgs = side[-1]
+            safe_om = jnp.where(om > 0, om, 1.0)
+            cap = jnp.where(om > 0, jnp.exp(-0.5 * tau_i**2 * om * om) / safe_om**2, jnp.inf)
+            trunc = jnp.exp(-0.5 * tau_i**2 * om_max**2) / (jnp.pi * tau_i**2 * om_max**3)
+            prep_d = prepare(side, tau_i**2, 1.0 / (z * (z + 1.0)), cap, trunc)
+            v = 4.0 * tau_i**2
+            cap_f = jnp.exp(-0.5 * v * om * om)
+            trunc_f = jnp.exp(-0.5 * v * om_max**2) / (jnp.pi * v * om_max)
+            prep_f = prepare(side, v, 1.0, cap_f, trunc_f)
+
+            def delta_x(eps):  # E g_ε(S + τZ)
+                return trap(prep_d, eps)
+
+            def density(eps):  # density of S + 2τZ at ε
+                return trap(prep_f, eps)
+
+            def chernoff(y):  # bound on P(S > y)
+                vals = jnp.where(b_i > 0, mgs - b_i * y, jnp.inf)
+                return jnp.exp(jnp.minimum(jnp.min(vals), 0.0))
+
+            def alias(eps):  # Σ_{m≠0} e^{amW} δ_X(ε + mW)
+                log_mx = mgs + 0.5 * tau_i**2 * b_i * b_i
+                above = jnp.where(
+                    b_i > a_i, log_mx - b_i * eps - _log_expm1((b_i - a_i) * W_i), jnp.inf
+                )
+                below = jnp.where(
+                    b_i < a_i,
+                    jnp.where(b_i > 0, log_mx - b_i * eps, 0.0) - _log_expm1((a_i - b_i) * W_i),
+                    jnp.inf,
+                )
+                return jnp.exp(jnp.min(above)) + jnp.exp(jnp.min(below))
+
+            return delta_x, density, chernoff, alias
+
+        live_up = side_eval(cr[0])
+        sg_up, sg_lo = side_eval(cr_sg[0]), side_eval(cr_sg[1])
+
+        def upper_delta(eps, live=False):
+            keep = (cr if live else cr_sg)[2][0]
+            delta_x, _, chern, _ = live_up if live else sg_up
+
+            def tplus(e):
+                val, err, log_c = delta_x(e)
+                return jnp.maximum(val + err, 0.0) * jnp.exp(log_c + n_tot * gam)
+
+            gm = jnp.expm1(0.5 * tau_i**2)
+
+            def smooth_at(c):  # (e^{τ²/2} − 1) P(S > ε), P(S > ε) ≤ δ_S(ε − c)/(1 − e^{−c})
+                return gm / -jnp.expm1(-c) * (tplus(eps - c) + gm * chern(eps - c))
+
+            cs = jnp.log1p(1.0 / a_i) * jnp.asarray(_C_LADDER)
+            smooth = jnp.min(jax.vmap(smooth_at)(cs))
+            fail = -jnp.expm1(keep)
+            # Above the largest composed loss of the grids only the failure mass is left.
+            inside = jnp.where(eps < sup_i, tplus(eps) + smooth, 0.0)
+            return jnp.minimum(inside + fail, 1.0)
+
+        def lower_delta(eps):
+            delta_x, density, _, alias = sg_lo
+            val, err, log_c = delta_x(eps)
+            val = (val - err) * jnp.exp(log_c - n_tot * gam) - alias(eps)
+            f, f_err, log_cf = density(eps)
+            c_tau = jnp.exp(tau_i**2 * (0.5 + 1.0 / 6.0)) * (
+                tau_i / math.sqrt(2.0 * math.pi) + tau_i**2
+            )
+            deficit = c_tau * 2.0 * tau_i * math.sqrt(2.0 * math.pi) * jnp.maximum(f + f_err, 0.0)
+            deficit = deficit * jnp.exp(log_cf + n_tot * gam)
+            return jnp.where(eps < sup_i, jnp.maximum(val - deficit, 0.0), 0.0)
+
+        def raw_delta(eps):  # the two discretisations' δ_X, averaged
+            out = 0.0
+            for delta_x, _, _, _ in (sg_up, sg_lo):
+                val, _, log_c = delta_x(eps)
+                out = out + 0.5 * jnp.maximum(val, 0.0) * jnp.exp(log_c)
+            return jnp.where(eps < sup_i, out, 0.0)
+
+        def raw_density(eps):
+            f, _, log_cf = sg_up[1](eps)
+            return jnp.maximum(f, 0.0) * jnp.exp(log_cf)
+
+        # Smoothing's share of the error, relative: δ_X − δ_S ≈ (τ²/2)(f_S(ε) − …), which
+        # the plan sized from the saddle-point picture; a loss with a steep tail at ε (one
+        # round, small q) has a density there far above it. Reported so that an eager
+        # caller can re-plan.
+        tiny = jnp.finfo(jnp.float64).tiny
+        if query == "delta":
+            eps = target
+            up = upper_delta(eps, live=True)
+            low, est = lower_delta(eps), raw_delta(eps)
+            share = 0.5 * tau_i**2 * raw_density(eps) / jnp.maximum(est, tiny)
+            return up, low, est, share
+        delta = lax.stop_gradient(target)
+        hi0 = 4.0 * jnp.max(p.eps_ch) + 10.0
+        eu = first_below(upper_delta, delta, jnp.asarray(0.0), hi0)
+        ee = first_below(raw_delta, delta, jnp.asarray(0.0), hi0)
+        el = last_above(lower_delta, delta, jnp.where(jnp.isfinite(eu), eu, ee))
+        # Implicit-function derivative at the root: U(ε(θ), θ) = δ.
+        finite = jnp.isfinite(eu) & (eu > 0)
+        e0 = jnp.where(finite, eu, 1.0)
+        slope = lax.stop_gradient(jax.grad(upper_delta)(e0))
+        ok = finite & (slope < 0)
+        # U(ε, θ) = δ: dε = −(∂U/∂θ dθ − dδ)/(∂U/∂ε), δ included (calibration needs it).
+        val = upper_delta(e0, live=True) - (target - lax.stop_gradient(target))
+        corr = (val - lax.stop_gradient(val)) / jnp.where(ok, slope, 1.0)
+        up = jnp.where(ok, eu - corr, eu)
+        e1 = jnp.where(jnp.isfinite(ee) & (ee > 0), ee, 1.0)
+        rate = jnp.abs(jax.grad(raw_delta)(e1))
+        share = 0.5 * tau_i**2 * raw_density(e1) / jnp.maximum(rate * e1, tiny)
+        return up, el, ee, share
+
+    ups, lows, ests, shares = jax.vmap(evaluate)(carry, a, tau, W, dw, tilts, p.sup)
+    up = jnp.max(ups)
+    low = lax.stop_gradient(jnp.max(lows))
+    est = lax.stop_gradient(jnp.max(ests))
+    decide = jnp.argmax(ests)
+    diag = dict(
+        a=a,
+        tau=tau,
+        tau_tol=p.tau_tol,
+        W=W,
+        dv=carry[2][1],
+        eps_ref=p.eps_ref,
+        b_need=p.b_need,
+        j_need=p.j_need,
+        smoothing=lax.stop_gradient(shares[decide]),
+        tau_over_tol=(tau / p.tau_tol)[decide],
+        ups=ups,
+    )
+    return (low, jnp.clip(est, low, up), up), diag
+
+
+def _log_expm1(x):
+    return jnp.where(x > 30.0, x, jnp.log(jnp.expm1(jnp.minimum(x, 30.0))))
+
+
+def first_below(fn, level, lo, hi):
+    """Smallest ε found in [lo, hi] with fn(ε) ≤ level (bisection; inf if fn(hi) > level).
+
+    Only points where fn was evaluated and found ≤ level are ever returned, so the result
+    is valid whatever the shape of fn. (They are not evaluated again: a second evaluation
+    of the same expression, compiled differently, may round to the other side of level.)
+    """
+    lo_ok, hi_ok = jax.vmap(fn)(jnp.stack([lo, hi])) <= level
+
+    def body(_, state):
+        a, b, b_ok = state
+        mid = 0.5 * (a + b)
+        ok = fn(mid) <= level
+        return jnp.where(ok, a, mid), jnp.where(ok, mid, b), b_ok | ok
+
+    _, b, b_ok = lax.fori_loop(0, _BISECT, body, (lo, hi, hi_ok))
+    return jnp.where(lo_ok, lo, jnp.where(b_ok, b, jnp.inf))
+
+
+_LADDER = np.concatenate([[0.0], np.geomspace(1e-7, 1.0, 29)])
+
+
+def last_above(fn, level, start):
+    """A large ε ≤ start with fn(ε) ≥ level (0 if none): a ladder down, then bisection.
+
+    As in :func:`first_below`, only points found to pass are returned.
+    """
+    pts = start * (1.0 - jnp.asarray(_LADDER))
+    ok = jax.vmap(fn)(pts) >= level
+    j = jnp.argmax(ok)  # first passing rung (largest ε)
+    any_ok = jnp.any(ok)
+    good = pts[j]
+    bad = jnp.where(j > 0, pts[jnp.maximum(j - 1, 0)], good)
+
+    def body(_, ab):
+        g, b = ab
+        mid = 0.5 * (g + b)
+        m_ok = fn(mid) >= level
+        return jnp.where(m_ok, mid, g), jnp.where(m_ok, b, mid)
+
+    g, _ = lax.fori_loop(0, 40, body, (good, bad))
+    return jnp.where(any_ok, g, 0.0)

@@ -1,0 +1,221 @@
+"""The plan of a composition query: tilt, window, smoothing and the sizes they need.
+
+Before any transform is computed, each phase's round is measured on planning points
+(:mod:`glrt_jax._src.grids`): its loss range (P-tails beyond it below a small failure
+mass), its pmf and the cumulant generating functions of its split pair at a ladder of
+tilts. Composed over the phases (``Σ_k n_k Λ_k(t)``) they give the Chernoff/saddle-point
+picture of the composed loss near the answer, from which the plan chooses
+
+* the damping ``a`` and the period ``W`` of the trapezoid rule (aliasing far below
+  ``tol · δ`` with the fewest nodes),
+* the smoothing width ``τ`` (a share of ``tol · ε``),
+* the per-round grid points ``B`` and frequency nodes ``J`` that ``tol`` needs
+  (``b_need``, ``j_need``).
+
+The plan depends neither on ``B`` nor on ``J``: one compiled plan serves every size
+choice, and :func:`smoothing_width` applies the node count afterwards. Why each choice
+keeps the bounds valid is in :mod:`glrt_jax._src.composition`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+from jax.scipy.special import logsumexp
+
+from glrt_jax._src import grids, losses
+
+# Chernoff tilts of the planner.
+_T_POS = np.geomspace(1e-3, 1e6, 73)
+# Extra tilts (as multiples of 1/s, s the tilted spread) for Chernoff and aliasing bounds.
+_U_MULT = np.array([0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0])
+# Frequency truncation: e^{−τ²Ω²/2} = e^{−_TRUNC_EXP} at the last node.
+_TRUNC_EXP = 45.0
+# Largest log of (trapezoid scale M(a) e^{−aε}) / δ the damping may bring.
+_LOG_SCALE_MAX = 12.0
+# Share of the tolerance given to the smoothing.
+_TAU_SHARE = 0.35
+# Phases per batch of the planning map.
+_BATCH = 8
+
+
+class Plan(NamedTuple):
+    """The plan of one query (arrays only; leading axis: direction, ``n_dir``).
+
+    Attributes:
+      a: damping of the trapezoid rule (a Chernoff tilt ≤ the saddle point).
+      W: period of the trapezoid rule (node spacing ``2π/W``).
+      tau_tol: smoothing width the tolerance allows (before the node count is applied).
+      s_a: spread of the composed loss under the tilt ``a``.
+      sup: the largest composed loss of the grids (above it only failure mass is left).
+      xp, pp: per phase (K, n_dir, P): planning points and split pmf.
+      eps_ref: the planning guess of ε (from below); eps_ch: the Chernoff bound of ε
+        (ε queries; the target ε for δ queries).
+      b_need, j_need: grid points and nodes the tolerance asks for (0 for directions
+        that cannot decide the answer).
+    """
+
+    a: Any
+    W: Any
+    tau_tol: Any
+    s_a: Any
+    sup: Any
+    xp: Any
+    pp: Any
+    eps_ref: Any
+    eps_ch: Any
+    b_need: Any
+    j_need: Any
+
+
+def _phase_support(adversary, d, directions, mu, q, log_m):
+    """Planning points, split pmf and ranges of one phase, per direction."""
+    bound = 0.5 * mu * mu + 40.0 * mu + 10.0 - jnp.log(q)
+    lo, hi = losses.probe_ranges(adversary, d, directions, mu, q, jnp.exp(log_m), bound)
+    is_add = grids.direction_flags(directions)
+
+    def one(lo_i, hi_i, add_i):
+        x = grids.planning_points(lo_i, hi_i)
+        pi, kappa, _ = grids.bins(adversary, d, add_i, mu, q, x)
+        return x, grids.split(pi, kappa, x)[0]
+
+    xs, ps = jax.vmap(one, in_axes=(0, 0, None if is_add is None else 0))(lo, hi, is_add)
+    return lo, hi, xs, ps
+
+
+def plan(adversary, d, neighbouring, mu, q, n, query, target, tol, hint=jnp.nan, tau_scale=1.0):
+    """The plan of one query: tilt, window, smoothing and the sizes they need (no sizes used).
+
+    ``mu``, ``q``, ``n``: per phase, shape (K,). ``hint``/``tau_scale``: see
+    :func:`glrt_jax._src.composition.compose_query`. Every field is per direction of the
+    neighbouring relation (leading axis), except the per-phase planning points and pmf.
+    """
+    directions = losses.directions(adversary, neighbouring)
+    nf = n.astype(jnp.float64)
+    n_tot = jnp.sum(nf)
+    log_target = jnp.log(target) if query == "epsilon" else jnp.log(1e-12)
+    log_m = jnp.minimum(log_target, jnp.log(1e-12)) - 25.0 - jnp.log(n_tot)
+
+    def one(args):
+        m, r = args
+        return _phase_support(adversary, d, directions, m, r, log_m)
+
+    lo, hi, xp, pp = lax.map(one, (mu, q), batch_size=_BATCH)  # (K, n_dir[, P])
+    ts = jnp.asarray(_T_POS)
+    lam = jax.vmap(jax.vmap(lambda x, p: grids.log_mgf(x, p, ts)))(xp, pp)  # (K, n_dir, T)
+    lam_tot = jnp.einsum("k,kdt->dt", nf, lam)
+
+    def tilted_var(x, p, tt):
+        logw = grids.safe_log(p) + tt * x
+        w = jnp.exp(logw - logsumexp(logw))
+        m1 = jnp.sum(w * x)
+        return jnp.sum(w * (x - m1) ** 2)
+
+    def composed_sd(tt):  # (n_dir,) spread of S under the tilt tt (per direction)
+        var = jax.vmap(jax.vmap(tilted_var, in_axes=(0, 0, 0)), in_axes=(0, 0, None))(xp, pp, tt)
+        return jnp.sqrt(jnp.maximum(jnp.einsum("k,kd->d", nf, var), 1e-30))
+
+    if query == "epsilon":
+        eps_ch = (lam_tot - log_target) / ts
+        it = jnp.argmin(eps_ch, axis=-1)
+        eps_ch_min = jnp.min(eps_ch, axis=-1)
+        # Planning needs ε from below: the saddle-point correction of the Chernoff bound
+        # (δ ≈ e^{Λ(t)−tε}/(t(1+t)√(2π)s)), with a margin.
+        t_s = ts[it]
+        corr = jnp.log(t_s * (1.0 + t_s) * math.sqrt(2.0 * math.pi) * composed_sd(t_s)) / t_s
+        eps_sp = eps_ch_min - jnp.maximum(corr, 0.0)
+        eps_ref = jnp.maximum(0.8 * eps_sp, 0.1 * eps_ch_min)
+        eps_ref = jnp.where(jnp.isfinite(hint), jnp.minimum(eps_ref, hint), eps_ref)
+        eps_ref = jnp.maximum(eps_ref, 1e-9)
+        log_delta_ref = jnp.full(eps_ref.shape, log_target)
+    else:
+        obj = lam_tot - ts * target
+        it = jnp.argmin(obj, axis=-1)
+        # δ(ε) to a relative tol: an ε-error of tol/a (a the saddle point).
+        eps_ref = 1.0 / ts[it]
+        eps_ch_min = jnp.full(eps_ref.shape, target)
+        log_delta_ref = jnp.min(obj, axis=-1) - 5.0
+    # Damping a and period W of the trapezoid rule. Aliasing from below is at most
+    # e^{−aW}/(1 − e^{−aW}) and from above M(b) e^{−bε}/(e^{(b−a)W} − 1) for b > a; both
+    # must stay far below tol·δ. Choose, among a no larger than the saddle point and with
+    # the scale M(a) e^{−aε} within e^{_LOG_SCALE_MAX} of δ (rounding errors are relative to
+    # the scale), the one that needs the fewest nodes
+    # (∝ W/τ).
+    log_margin = 8.0 - jnp.log(tol) - log_delta_ref[:, None]  # (n_dir, 1)
+    w_below = log_margin / ts[None, :]
+    num = lam_tot - ts[None, :] * eps_ref[:, None] + log_margin  # (n_dir, T) at b
+    gap = ts[None, :] - ts[:, None]  # [a, b]
+    w_above = jnp.min(
+        jnp.where(gap[None] > 0, num[:, None, :] / jnp.where(gap > 0, gap, 1.0)[None], jnp.inf),
+        axis=-1,
+    )
+    w_cand = jnp.maximum(jnp.maximum(w_below, w_above), 1e-3)
+    c_cand = jnp.log1p(1.0 / ts)[None, :]
+    factor_c = 0.5 * (1.0 + ts) + 0.5 * jnp.exp(ts * c_cand) / (ts * -jnp.expm1(-c_cand))
+    tau_c = jnp.sqrt(_TAU_SHARE * tol * eps_ref[:, None] / factor_c)
+    log_scale = lam_tot - ts[None, :] * eps_ref[:, None] - log_delta_ref[:, None]
+    ok = (ts[None, :] <= ts[it][:, None]) & (log_scale <= _LOG_SCALE_MAX) & jnp.isfinite(w_cand)
+    ok = ok & (ts < ts[-1])[None, :]
+    cost = jnp.where(ok, w_cand / tau_c, jnp.inf)
+    ia = jnp.where(jnp.any(ok, axis=-1), jnp.argmin(cost, axis=-1), it)
+    a = ts[ia]
+    W = jnp.take_along_axis(w_cand, ia[:, None], axis=-1)[:, 0]
+    W = jnp.where(jnp.isfinite(W), W, 100.0)
+    tau_tol = tau_scale * jnp.take_along_axis(tau_c, ia[:, None], axis=-1)[:, 0]
+
+    s_a = composed_sd(a)
+    # Points per round: the split adds at most Σ_k n_k (Σ c)³/(0.81 B²)/4 of tilted
+    # variance; it moves ε by about (1 + a)/2 times that. Give it 0.3 tol ε.
+    share = jax.vmap(
+        jax.vmap(lambda x, p, tt: jnp.sum(grids.compand_counts(x, p, tt)[0]), (0, 0, 0)),
+        (0, 0, None),
+    )(xp, pp, a)
+    v_b = jnp.einsum("k,kd->d", nf, share**3) / (0.81 * 4.0)
+    b_need = jnp.sqrt(v_b * (1.0 + a) / (2.0 * 0.3 * tol * eps_ref))
+    j_need = math.sqrt(2.0 * _TRUNC_EXP) / tau_tol * W / (2.0 * math.pi)
+    # Only the directions that can decide the answer ask for accuracy; the others are
+    # computed at whatever sizes (their bounds stay valid, and far below).
+    if query == "epsilon":
+        relevant = eps_ch_min >= 0.5 * jnp.max(eps_ch_min)
+    else:
+        log_ch = jnp.min(obj, axis=-1)
+        relevant = log_ch >= jnp.max(log_ch) - math.log(100.0)
+    b_need = jnp.where(relevant, b_need, 0.0)
+    j_need = jnp.where(relevant, j_need, 0.0)
+    return Plan(
+        a=a,
+        W=W,
+        tau_tol=tau_tol,
+        s_a=s_a,
+        sup=jnp.einsum("k,kd->d", nf, hi),
+        xp=xp,
+        pp=pp,
+        eps_ref=eps_ref,
+        eps_ch=eps_ch_min,
+        b_need=b_need,
+        j_need=j_need,
+    )
+
+
+def smoothing_width(p: Plan, J: int):
+    """τ per direction: the planned width, or wider where ``J`` nodes cannot resolve it.
+
+    The truncation of the frequency integral at ``Ω = JΔω`` costs ``e^{−τ²Ω²/2}``
+    relative; ``τ ≥ √(2·_TRUNC_EXP)/Ω`` keeps that below ``e^{−_TRUNC_EXP}``.
+    """
+    omega_max = J * 2.0 * jnp.pi / p.W
+    return jnp.maximum(p.tau_tol, math.sqrt(2.0 * _TRUNC_EXP) / omega_max)
+
+
+def bound_tilts(p: Plan):
+    """Tilts for the Chernoff and aliasing bounds, (n_dir, nb): a ± multiples of 1/s, 0 < b < a."""
+    a = p.a
+    g = jnp.asarray(_U_MULT)
+    b_up = a[:, None] + g[None, :] / p.s_a[:, None]
+    b_dn = a[:, None] * jnp.asarray([0.0, 0.25, 0.5, 0.75, 0.9])[None, :]
+    return jnp.concatenate([b_up, b_dn, a[:, None]], axis=-1)
