@@ -14,7 +14,7 @@ SCRIPT = textwrap.dedent(
     import importlib, jax
     assert not jax.config.jax_enable_x64
     for name in ["accountant", "calibrate", "profile", "roc", "ncx2", "audit",
-                 "asymptotics", "sweep"]:
+                 "asymptotics", "sweep", "training", "schedules"]:
         importlib.import_module("glrt_jax." + name)
     assert not jax.config.jax_enable_x64, "importing glrt_jax switched x64 on"
     from glrt_jax import accountant, calibrate
