@@ -194,3 +194,14 @@ def test_recalibration_fits_the_budget_and_is_tight():
     assert _offline_epsilon([base, sigma * 0.99], [0.01, 0.02], [500, 400]) > 2.0
     # A budget the history alone exceeds: inf.
     assert math.isinf(float(training.noise_multiplier_for_budget(led, 0.5, DELTA, 0.02, 10)))
+
+
+def test_dp_aggregate_for_budget_uses_the_calibrated_noise():
+    tx, sigma = training.dp_aggregate_for_budget(
+        1.0, DELTA, steps=1000, sampling_rate=0.01, l2_norm_clip=2.0, key=jax.random.key(0)
+    )
+    # The calibrated σ meets the target on the offline accountant, tightly.
+    assert 0.999 <= _offline_epsilon([sigma], [0.01], [1000]) <= 1.0
+    # …and is the σ of the noise: zero gradients give N(0, (Cσ/B)²) per coordinate.
+    out, _ = tx.update({"w": jnp.zeros((10, 20000))}, tx.init(None))
+    assert abs(float(np.std(np.asarray(out["w"], np.float64))) / (2.0 * sigma / 10) - 1) < 0.03

@@ -47,7 +47,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from glrt_jax._src import composition
+from glrt_jax._src import calibrate, composition
 from glrt_jax._src.validation import ADVERSARIES, NEIGHBOURINGS, check_choice, check_range
 
 # ---------------------------------------------------------------------------
@@ -141,6 +141,54 @@ def dp_aggregate(
         return out, DpAggregateState(key=new_key, count=state.count + 1)
 
     return optax.GradientTransformationExtraArgs(init_fn, update_fn)
+
+
+def dp_aggregate_for_budget(
+    target_epsilon: float,
+    delta: float,
+    *,
+    steps: int,
+    sampling_rate: float,
+    l2_norm_clip: float,
+    key: jax.Array,
+    adversary: str = "npo",
+    d: int = 1,
+    expected_batch_size: float | None = None,
+) -> tuple[optax.GradientTransformationExtraArgs, float]:
+    """:func:`dp_aggregate` with the noise multiplier calibrated for a target (ε, δ).
+
+    σ is :func:`glrt_jax.calibrate.noise_multiplier` for ``steps`` Poisson-subsampled
+    rounds at ``sampling_rate`` (per-round threat model; NPO, or GLRT with dimension
+    ``d``, e.g. the number of model parameters), computed in float64 under a thread-local
+    ``jax.enable_x64(True)``: it works in a float32 program and leaves its x64 setting
+    alone.
+
+    Args:
+      target_epsilon, delta: the budget of the whole run.
+      steps, sampling_rate: the run's DP-SGD steps and Poisson sampling rate.
+      l2_norm_clip, key, expected_batch_size: as in :func:`dp_aggregate`.
+      adversary, d: whose ε meets the target.
+
+    Returns:
+      ``(transformation, noise_multiplier)``: record ``noise_multiplier`` in the ledger.
+
+    Example:
+      >>> import jax
+      >>> from glrt_jax import training
+      >>> tx, sigma = training.dp_aggregate_for_budget(
+      ...     1.0, 1e-5, steps=1000, sampling_rate=0.01, l2_norm_clip=1.0,
+      ...     key=jax.random.key(0))
+      >>> round(sigma, 3)
+      1.415
+    """
+    with jax.enable_x64(True):
+        sigma = float(
+            calibrate.noise_multiplier(
+                target_epsilon, delta, steps, sampling_rate, d=d, adversary=adversary
+            )
+        )
+    tx = dp_aggregate(l2_norm_clip, sigma, key=key, expected_batch_size=expected_batch_size)
+    return tx, sigma
 
 
 # ---------------------------------------------------------------------------
@@ -554,6 +602,7 @@ __all__ = [
     "DpAggregateState",
     "Ledger",
     "dp_aggregate",
+    "dp_aggregate_for_budget",
     "epsilon_spent",
     "init_ledger",
     "noise_multiplier_for_budget",
