@@ -403,7 +403,7 @@ _MAX_STEPS = 10**9
 
 def steps_within_budget(
     ledger: Ledger,
-    epsilon,
+    target_epsilon,
     delta,
     noise_multiplier,
     sampling_rate,
@@ -416,7 +416,7 @@ def steps_within_budget(
 ) -> jax.Array:
     """How many more steps at ``(σ, q)`` keep the certified ε within the budget.
 
-    The largest ``n ≤ max_steps`` with ``upper-ε(history + n steps at (σ, q)) ≤ epsilon``,
+    The largest ``n ≤ max_steps`` with ``upper-ε(history + n steps at (σ, q)) ≤ target_epsilon``,
     found by exponential search and bisection on the certified bound itself, so that
     ``n`` fits and ``n + 1`` does not (as evaluated): a loop that runs exactly ``n`` more
     steps stops at the last step within budget, never one past it. Jittable (host
@@ -424,7 +424,7 @@ def steps_within_budget(
 
     Args:
       ledger: the phases so far.
-      epsilon: the total budget ε; delta: δ.
+      target_epsilon: the total budget ε; delta: δ.
       noise_multiplier, sampling_rate: ``(σ, q)`` of the coming steps.
       adversary, d, neighbouring, tol: as in :func:`epsilon_spent`.
       max_steps: the search's upper end (returned when even that many fit).
@@ -443,9 +443,9 @@ def steps_within_budget(
     if not isinstance(max_steps, (int, np.integer)) or not 1 <= max_steps <= _MAX_STEPS:
         raise ValueError(f"max_steps must be an integer in [1, {_MAX_STEPS}]; got {max_steps!r}")
     dtype = ledger.noise_multiplier.dtype
-    eager = not _is_traced(ledger, epsilon, delta, noise_multiplier, sampling_rate)
+    eager = not _is_traced(ledger, target_epsilon, delta, noise_multiplier, sampling_rate)
     if eager:
-        check_range("epsilon", epsilon, lo=0.0, lo_open=True)
+        check_range("target_epsilon", target_epsilon, lo=0.0, lo_open=True)
         check_range("delta", delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
         check_range("noise_multiplier", noise_multiplier, lo=0.0, lo_open=True)
         check_range("sampling_rate", sampling_rate, lo=0.0, hi=1.0, lo_open=True)
@@ -468,7 +468,7 @@ def steps_within_budget(
         ledger.steps,
         ledger.phases,
         ledger.overflow,
-        jnp.asarray(epsilon, dtype),
+        jnp.asarray(target_epsilon, dtype),
         jnp.asarray(delta, dtype),
         jnp.asarray(noise_multiplier, dtype),
         jnp.asarray(sampling_rate, dtype),
@@ -506,7 +506,7 @@ def _largest_fitting(fits: Callable[[int], bool], limit: int) -> int:
 
 def noise_multiplier_for_budget(
     ledger: Ledger,
-    epsilon,
+    target_epsilon,
     delta,
     sampling_rate,
     steps,
@@ -520,13 +520,13 @@ def noise_multiplier_for_budget(
     """The noise multiplier that keeps ``steps`` more steps at rate ``q`` within budget.
 
     Recalibration after a change of batch size or schedule: the smallest σ found (to
-    relative ``rtol``) with ``upper-ε(history + steps at (σ, q)) ≤ epsilon``, by bisection
+    relative ``rtol``) with ``upper-ε(history + steps at (σ, q)) ≤ target_epsilon``, by bisection
     in log σ on the certified bound; the σ returned was evaluated and fits (rounded up
     to the ledger's dtype). Jittable (host callback).
 
     Args:
       ledger: the phases so far.
-      epsilon, delta: the total budget.
+      target_epsilon, delta: the total budget.
       sampling_rate, steps: the coming phase.
       adversary, d, neighbouring, tol: as in :func:`epsilon_spent`.
       rtol: relative accuracy of σ.
@@ -544,9 +544,9 @@ def noise_multiplier_for_budget(
     """
     _check_options(adversary, d, neighbouring, tol)
     dtype = ledger.noise_multiplier.dtype
-    eager = not _is_traced(ledger, epsilon, delta, sampling_rate, steps)
+    eager = not _is_traced(ledger, target_epsilon, delta, sampling_rate, steps)
     if eager:
-        check_range("epsilon", epsilon, lo=0.0, lo_open=True)
+        check_range("target_epsilon", target_epsilon, lo=0.0, lo_open=True)
         check_range("delta", delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
         check_range("sampling_rate", sampling_rate, lo=0.0, hi=1.0, lo_open=True)
         check_range("steps", steps, lo=1, integer=True)
@@ -590,7 +590,7 @@ def noise_multiplier_for_budget(
         ledger.steps,
         ledger.phases,
         ledger.overflow,
-        jnp.asarray(epsilon, dtype),
+        jnp.asarray(target_epsilon, dtype),
         jnp.asarray(delta, dtype),
         jnp.asarray(sampling_rate, dtype),
         jnp.asarray(steps, jnp.int32),
