@@ -156,8 +156,8 @@ def _sums_stage(mu, q, n, p, *, adversary, d, neighbouring, B, J):
 
 
 @functools.partial(jax.jit, static_argnames=("J", "query"))
-def _bounds_stage(carry, p, tau, tilts, n, target, gam, valid, *, J, query):
-    out, diag = inversion.query_bounds(carry, p, tau, tilts, n, target, gam, J=J, query=query)
+def _bounds_stage(carry, p, tau, tilts, n_tot, target, gam, valid, *, J, query):
+    out, diag = inversion.query_bounds(carry, p, tau, tilts, n_tot, target, gam, J=J, query=query)
     return Bounds(*(jnp.where(valid, v, jnp.nan) for v in out)), diag
 
 
@@ -166,7 +166,12 @@ def _staged(valid, mu, q, n, target, p, *, adversary, d, neighbouring, B, J, que
         mu, q, n, p, adversary=adversary, d=d, neighbouring=neighbouring, B=B, J=J
     )
     gam = (B + 4) * UNIT_ROUNDOFF
-    return _bounds_stage(carry, p, tau, tilts, n, target, gam, valid, J=J, query=query)
+    # Only per-direction data goes on: the bounds program does not depend on K.
+    per_direction = p._replace(xp=None, pp=None)
+    n_tot = jnp.sum(n.astype(jnp.float64))
+    return _bounds_stage(
+        carry, per_direction, tau, tilts, n_tot, target, gam, valid, J=J, query=query
+    )
 
 
 @functools.partial(jax.jit, static_argnames=("adversary", "d", "neighbouring", "B", "J", "query"))

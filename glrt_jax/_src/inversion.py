@@ -34,14 +34,15 @@ _C_LADDER = (0.1, 0.3, 1.0, 3.0)
 _BISECT = 64
 
 
-def query_bounds(carry, p, tau, tilts, n, target, gam, *, J, query):
+def query_bounds(carry, p, tau, tilts, n_tot, target, gam, *, J, query):
     """(lower, estimate, upper) of the answer, and diagnostics.
 
     Args:
       carry: the composed terms of :func:`glrt_jax._src.transform.phase_sums`.
-      p: the :class:`glrt_jax._src.planning.Plan`; tau: smoothing width per direction;
+      p: the :class:`glrt_jax._src.planning.Plan` (its per-direction fields; the per-phase
+        planning points are not used); tau: smoothing width per direction;
         tilts: the bound tilts per direction.
-      n: steps per phase; target: δ (``query="epsilon"``) or ε (``query="delta"``);
+      n_tot: total steps (float); target: δ (``query="epsilon"``) or ε (``query="delta"``);
         gam: relative rounding of one round's normaliser, ``(B + 4)u``.
       J: nodes; query: ``"epsilon"`` or ``"delta"``.
 
@@ -51,7 +52,6 @@ def query_bounds(carry, p, tau, tilts, n, target, gam, *, J, query):
     """
     a, W = p.a, p.W
     dw = 2.0 * jnp.pi / W
-    n_tot = jnp.sum(n.astype(jnp.float64))
     wk = jnp.full((J,), 2.0).at[0].set(1.0)  # trapezoid weights on k ≥ 0 (real parts)
     R = transform.row_length(J)
 
