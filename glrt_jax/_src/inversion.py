@@ -34,6 +34,24 @@ _C_LADDER = (0.1, 0.3, 1.0, 3.0)
 _BISECT = 64
 
 
+def _pick_min(x):
+    """``min(x)`` of a 1-D array, differentiated through the element it picks.
+
+    ``jnp.min``'s derivative finds the minimum by comparing the operand with the result;
+    where the compiler evaluates the operand twice and rounds the two copies differently
+    (fused multiply-adds in one fusion and not in the other), no element compares equal and
+    the derivative is 0/0. Indexing at ``argmin`` gives the same value and a derivative that
+    does not depend on such rounding.
+    """
+    return x[jnp.argmin(x)]
+
+
+def _pick_max(x):
+    """``max(x)`` of a 1-D array, differentiated through the element it picks (see
+    :func:`_pick_min`)."""
+    return x[jnp.argmax(x)]
+
+
 def query_bounds(carry, p, tau, tilts, n_tot, target, gam, *, J, query):
     """(lower, estimate, upper) of the answer, and diagnostics.
 
@@ -114,7 +132,7 @@ def query_bounds(carry, p, tau, tilts, n_tot, target, gam, *, J, query):
 
             def chernoff(y):  # bound on P(S > y)
                 vals = jnp.where(b_i > 0, mgs - b_i * y, jnp.inf)
-                return jnp.exp(jnp.minimum(jnp.min(vals), 0.0))
+                return jnp.exp(jnp.minimum(_pick_min(vals), 0.0))
 
             def alias(eps):  # Σ_{m≠0} e^{amW} δ_X(ε + mW)
                 log_mx = mgs + 0.5 * tau_i**2 * b_i * b_i
@@ -126,7 +144,7 @@ def query_bounds(carry, p, tau, tilts, n_tot, target, gam, *, J, query):
                     jnp.where(b_i > 0, log_mx - b_i * eps, 0.0) - _log_expm1((a_i - b_i) * W_i),
                     jnp.inf,
                 )
-                return jnp.exp(jnp.min(above)) + jnp.exp(jnp.min(below))
+                return jnp.exp(_pick_min(above)) + jnp.exp(_pick_min(below))
 
             return delta_x, density, chernoff, alias
 
@@ -147,7 +165,7 @@ def query_bounds(carry, p, tau, tilts, n_tot, target, gam, *, J, query):
                 return gm / -jnp.expm1(-c) * (tplus(eps - c) + gm * chern(eps - c))
 
             cs = jnp.log1p(1.0 / a_i) * jnp.asarray(_C_LADDER)
-            smooth = jnp.min(jax.vmap(smooth_at)(cs))
+            smooth = _pick_min(jax.vmap(smooth_at)(cs))
             fail = -jnp.expm1(keep)
             # Above the largest composed loss of the grids only the failure mass is left.
             inside = jnp.where(eps < sup_i, tplus(eps) + smooth, 0.0)
@@ -207,7 +225,7 @@ def query_bounds(carry, p, tau, tilts, n_tot, target, gam, *, J, query):
         return up, el, ee, share
 
     ups, lows, ests, shares = jax.vmap(evaluate)(carry, a, tau, W, dw, tilts, p.sup)
-    up = jnp.max(ups)
+    up = _pick_max(ups)
     low = lax.stop_gradient(jnp.max(lows))
     est = lax.stop_gradient(jnp.max(ests))
     decide = jnp.argmax(ests)
