@@ -8,13 +8,16 @@ import sys
 _NCX2_FUNCS = ("cdf", "sf", "pdf", "logcdf", "logsf", "logpdf", "ppf", "isf", "logppf", "logisf")
 
 
-def _enable_x64():
-    """The command line is an application: it runs in float64 and caches compilations."""
+def _setup_cache():
+    """Compilation cache of the command line (float64 comes from :func:`main`'s context).
+
+    Commands run inside ``jax.enable_x64(True)`` (thread-local, set by :func:`main`), so
+    the process-wide ``jax_enable_x64`` flag is never flipped, not even by the CLI.
+    """
     import os
 
     import jax
 
-    jax.config.update("jax_enable_x64", True)
     cache = os.environ.get(
         "GLRT_JAX_CACHE", os.path.join(os.path.expanduser("~"), ".cache", "glrt-jax")
     )
@@ -23,7 +26,7 @@ def _enable_x64():
 
 
 def _cmd_ncx2(args) -> int:
-    _enable_x64()
+    _setup_cache()
     import numpy as np
 
     from glrt_jax import ncx2
@@ -37,7 +40,7 @@ def _cmd_ncx2(args) -> int:
 
 
 def _cmd_report(args) -> int:
-    _enable_x64()
+    _setup_cache()
     from glrt_jax import accountant
 
     try:
@@ -135,15 +138,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     from glrt_jax._src import calibrate_cli, reproduce_cli
 
-    calibrate_cli.add_subparser(sub, setup=_enable_x64)
-    reproduce_cli.add_subparser(sub, setup=_enable_x64)
+    calibrate_cli.add_subparser(sub, setup=_setup_cache)
+    reproduce_cli.add_subparser(sub, setup=_setup_cache)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    return args.func(args)
+    import jax
+
+    with jax.enable_x64(True):  # the command line computes in float64
+        return args.func(args)
 
 
 if __name__ == "__main__":

@@ -44,8 +44,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from glrt_jax._src import composition, profile
-from glrt_jax._src.calibration_solve import Problem, f64, is_traced, make_theta, solve
+from glrt_jax._src import composition, profile, solvers
+from glrt_jax._src.calibration_solve import Problem, f64, make_theta, solve
 from glrt_jax._src.composition import validate_sizes
 from glrt_jax._src.validation import (
     ADVERSARIES,
@@ -54,6 +54,7 @@ from glrt_jax._src.validation import (
     check_choice,
     check_range,
     check_x64,
+    is_traced,
 )
 
 __all__ = [
@@ -461,22 +462,7 @@ def max_steps(
             f"unreachable target: a single round with noise_multiplier={noise_multiplier!r} "
             f"already exceeds target_epsilon={target_epsilon!r}"
         )
-    good, bad = 1, None
-    while bad is None:  # doubling
-        n = min(2 * good, int(limit))
-        if n == good:
-            return good
-        if fits(n):
-            good = n
-        else:
-            bad = n
-    while bad - good > 1:
-        mid = (good + bad) // 2
-        if fits(mid):
-            good = mid
-        else:
-            bad = mid
-    return good
+    return solvers.largest_fitting(fits, 1, int(limit))
 
 
 # ---------------------------------------------------------------------------

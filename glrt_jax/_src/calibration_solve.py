@@ -46,7 +46,7 @@ import numpy as np
 
 from glrt_jax._src import composition, profile, solvers
 
-__all__ = ["Problem", "f64", "is_traced", "make_theta", "solve"]
+__all__ = ["Problem", "f64", "make_theta", "solve"]
 
 # Half-width of the default search interval in log σ (or −log q), and how often an eager
 # search moves it before giving up.
@@ -149,11 +149,6 @@ def _solve_jit(problem, theta, lower, upper, u0):
 # ---------------------------------------------------------------------------
 # The eager driver (concrete θ) and the traced path
 # ---------------------------------------------------------------------------
-
-
-def is_traced(*values) -> bool:
-    """Whether any of ``values`` is a tracer (inside ``jit``, ``vmap`` or autodiff)."""
-    return any(isinstance(v, jax.core.Tracer) for v in values)
 
 
 def f64(x):

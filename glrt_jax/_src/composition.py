@@ -92,7 +92,13 @@ import numpy as np
 
 from glrt_jax._src import inversion, losses, planning, transform
 from glrt_jax._src.transform import UNIT_ROUNDOFF
-from glrt_jax._src.validation import ADVERSARIES, NEIGHBOURINGS, check_choice, check_x64
+from glrt_jax._src.validation import (
+    ADVERSARIES,
+    NEIGHBOURINGS,
+    check_choice,
+    check_x64,
+    is_traced,
+)
 
 
 class Bounds(NamedTuple):
@@ -224,10 +230,6 @@ def choose_sizes(mu, q, n, target, tol, hint=jnp.nan, tau_scale=1.0, *, query, *
 # ---------------------------------------------------------------------------
 
 
-def _is_traced(*values) -> bool:
-    return any(isinstance(v, jax.core.Tracer) for v in values)
-
-
 def _validate_phases(noise_multiplier, sampling_rate, steps):
     """Eager checks (concrete values only); returns the common length K."""
     arrays = {}
@@ -266,7 +268,8 @@ def _validate_phases(noise_multiplier, sampling_rate, steps):
     return max(sizes.values()) if sizes else None
 
 
-def _validate_options(adversary, d, neighbouring):
+def validate_options(adversary, d, neighbouring):
+    """Eager checks of the adversary, the query dimension and the neighbouring relation."""
     check_choice("adversary", adversary, ADVERSARIES)
     check_choice("neighbouring", neighbouring, NEIGHBOURINGS)
     if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 1:
@@ -341,7 +344,7 @@ def _query(
     nodes,
 ):
     check_x64("the composition engine")
-    _validate_options(adversary, d, neighbouring)
+    validate_options(adversary, d, neighbouring)
     validate_sizes(tol, points, nodes)
     _validate_phases(noise_multiplier, sampling_rate, steps)
     if not isinstance(target, jax.core.Tracer):
@@ -373,7 +376,7 @@ def _query(
     target = jnp.asarray(target, jnp.float64)
     tol_a = jnp.asarray(tol, jnp.float64)
     static = dict(adversary=adversary, d=int(d), neighbouring=neighbouring, query=query)
-    traced = _is_traced(sig, q, n, target, tol_a)
+    traced = is_traced(sig, q, n, target, tol_a)
     valid, mu, q, n, target = _sanitize(mu, q, n, target, tol_a, query)
     nan, one = jnp.asarray(jnp.nan, jnp.float64), jnp.asarray(1.0, jnp.float64)
     p = _plan_stage(mu, q, n, target, tol_a, nan, one, **static)

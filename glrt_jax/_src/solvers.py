@@ -461,3 +461,35 @@ def raise_for_status(status, *, what: str, x=None, max_iter: int | None = None) 
     code = int(status[bad].flat[0]) if status.ndim else int(status)
     msg = _MESSAGES.get(code, "failed (status {status})")
     raise ValueError(f"{what}: " + msg.format(what=what, x=x, max_iter=max_iter, status=code))
+
+
+def largest_fitting(fits: Callable[[int], bool], good: int, limit: int) -> int:
+    """The largest integer found in ``[good, limit]`` with ``fits``, eagerly.
+
+    The integer counterpart of :func:`find_root` for monotone questions asked of an eager,
+    certified bound ("do n steps fit the budget?"): doubling from ``good`` (which must fit)
+    until a point does not fit or ``limit`` is reached, then bisection. Only evaluated
+    points decide: the result was found to fit, and result + 1 was found not to (or is
+    beyond ``limit``), whatever the shape of ``fits``.
+
+    Example:
+      >>> from glrt_jax._src import solvers
+      >>> solvers.largest_fitting(lambda n: n * n <= 50, 1, 10**6)
+      7
+    """
+    bad = None
+    while bad is None:  # doubling
+        n = min(max(2 * good, good + 1), int(limit))
+        if n == good:
+            return good
+        if fits(n):
+            good = n
+        else:
+            bad = n
+    while bad - good > 1:
+        mid = (good + bad) // 2
+        if fits(mid):
+            good = mid
+        else:
+            bad = mid
+    return good

@@ -47,8 +47,8 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from glrt_jax._src import calibrate, composition
-from glrt_jax._src.validation import ADVERSARIES, NEIGHBOURINGS, check_choice, check_range
+from glrt_jax._src import calibrate, composition, solvers
+from glrt_jax._src.validation import check_range, is_traced
 
 # ---------------------------------------------------------------------------
 # DP-SGD aggregation
@@ -319,16 +319,20 @@ def _round_up(x: float, dtype) -> np.ndarray:
     return v
 
 
-def _is_traced(*values) -> bool:
-    return any(isinstance(v, jax.core.Tracer) for v in jax.tree_util.tree_leaves(values))
-
-
 def _check_options(adversary, d, neighbouring, tol):
-    check_choice("adversary", adversary, ADVERSARIES)
-    check_choice("neighbouring", neighbouring, NEIGHBOURINGS)
-    if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 1:
-        raise ValueError(f"d must be an integer >= 1; got {d!r}")
+    composition.validate_options(adversary, d, neighbouring)
     composition.validate_sizes(tol, None, None)
+
+
+def _ledger_fields(ledger: Ledger):
+    """The ledger's arrays, in the order the host functions take them."""
+    return (
+        ledger.noise_multiplier,
+        ledger.sampling_rate,
+        ledger.steps,
+        ledger.phases,
+        ledger.overflow,
+    )
 
 
 def _call_host(host, out_dtype, eager, *args):
@@ -374,7 +378,7 @@ def epsilon_spent(
     """
     _check_options(adversary, d, neighbouring, tol)
     dtype = ledger.noise_multiplier.dtype
-    eager = not _is_traced(ledger, delta)
+    eager = not is_traced(ledger, delta)
     if eager:
         check_range("delta", delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
 
@@ -389,11 +393,7 @@ def epsilon_spent(
         host,
         dtype,
         eager,
-        ledger.noise_multiplier,
-        ledger.sampling_rate,
-        ledger.steps,
-        ledger.phases,
-        ledger.overflow,
+        *_ledger_fields(ledger),
         jnp.asarray(delta, dtype),
     )
 
@@ -443,7 +443,7 @@ def steps_within_budget(
     if not isinstance(max_steps, (int, np.integer)) or not 1 <= max_steps <= _MAX_STEPS:
         raise ValueError(f"max_steps must be an integer in [1, {_MAX_STEPS}]; got {max_steps!r}")
     dtype = ledger.noise_multiplier.dtype
-    eager = not _is_traced(ledger, target_epsilon, delta, noise_multiplier, sampling_rate)
+    eager = not is_traced(ledger, target_epsilon, delta, noise_multiplier, sampling_rate)
     if eager:
         check_range("target_epsilon", target_epsilon, lo=0.0, lo_open=True)
         check_range("delta", delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
@@ -460,48 +460,18 @@ def steps_within_budget(
             s, r, c = _history(sig, q, n, phases, extra=[(s_new, q_new, m)])
             return _epsilon64(s, r, c, dl, adversary, int(d), neighbouring, tol) <= budget
 
-        return np.asarray(_largest_fitting(fits, int(max_steps)), np.int32)
+        if not fits(0):
+            return np.asarray(0, np.int32)
+        return np.asarray(solvers.largest_fitting(fits, 0, int(max_steps)), np.int32)
 
     args = (
-        ledger.noise_multiplier,
-        ledger.sampling_rate,
-        ledger.steps,
-        ledger.phases,
-        ledger.overflow,
+        *_ledger_fields(ledger),
         jnp.asarray(target_epsilon, dtype),
         jnp.asarray(delta, dtype),
         jnp.asarray(noise_multiplier, dtype),
         jnp.asarray(sampling_rate, dtype),
     )
     return _call_host(host, jnp.int32, eager, *args)
-
-
-def _largest_fitting(fits: Callable[[int], bool], limit: int) -> int:
-    """Largest m in [0, limit] with fits(m), for fits true at 0 and then false (if ever).
-
-    Only evaluated points decide: the result fits, and result + 1 was found not to fit
-    (or is beyond ``limit``).
-    """
-    if not fits(0):
-        return 0
-    good, step = 0, 1
-    while True:
-        trial = min(good + step, limit)
-        if fits(trial):
-            good = trial
-            if good == limit:
-                return limit
-            step *= 2
-        else:
-            bad = trial
-            break
-    while bad - good > 1:
-        mid = (good + bad) // 2
-        if fits(mid):
-            good = mid
-        else:
-            bad = mid
-    return good
 
 
 def noise_multiplier_for_budget(
@@ -544,7 +514,7 @@ def noise_multiplier_for_budget(
     """
     _check_options(adversary, d, neighbouring, tol)
     dtype = ledger.noise_multiplier.dtype
-    eager = not _is_traced(ledger, target_epsilon, delta, sampling_rate, steps)
+    eager = not is_traced(ledger, target_epsilon, delta, sampling_rate, steps)
     if eager:
         check_range("target_epsilon", target_epsilon, lo=0.0, lo_open=True)
         check_range("delta", delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
@@ -585,27 +555,10 @@ def noise_multiplier_for_budget(
         return out
 
     args = (
-        ledger.noise_multiplier,
-        ledger.sampling_rate,
-        ledger.steps,
-        ledger.phases,
-        ledger.overflow,
+        *_ledger_fields(ledger),
         jnp.asarray(target_epsilon, dtype),
         jnp.asarray(delta, dtype),
         jnp.asarray(sampling_rate, dtype),
         jnp.asarray(steps, jnp.int32),
     )
     return _call_host(host, dtype, eager, *args)
-
-
-__all__ = [
-    "DpAggregateState",
-    "Ledger",
-    "dp_aggregate",
-    "dp_aggregate_for_budget",
-    "epsilon_spent",
-    "init_ledger",
-    "noise_multiplier_for_budget",
-    "record",
-    "steps_within_budget",
-]

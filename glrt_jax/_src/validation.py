@@ -12,6 +12,11 @@ import jax.numpy as jnp
 import numpy as np
 
 
+def is_traced(*values) -> bool:
+    """Whether any leaf of ``values`` is a tracer (inside ``jit``, ``vmap`` or autodiff)."""
+    return any(isinstance(v, jax.core.Tracer) for v in jax.tree_util.tree_leaves(values))
+
+
 def _concrete(value):
     if isinstance(value, jax.core.Tracer):
         return None
