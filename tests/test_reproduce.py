@@ -19,6 +19,7 @@ from decimal import ROUND_HALF_EVEN, Decimal
 import jax
 import pytest
 
+from glrt_jax import cli
 from glrt_jax._src import paper_data, reproduce, reproduce_cli
 
 # docs/design.md §3: (setting, adversary) -> exact ε, four decimals.
@@ -139,9 +140,9 @@ def test_cli(tmp_path, capsys):
     assert args.func(args) == 0
     assert (tmp_path / "teaser.png").read_bytes()[:8] == PNG
     assert "teaser" in capsys.readouterr().out
-    args = _parser().parse_args(["reproduce", "--out", str(tmp_path), "--games", "1"])
-    assert args.func(args) == 2
-    assert re.search(r"games must be", capsys.readouterr().err)
+    assert cli.main(["reproduce", "--out", str(tmp_path), "--games", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and re.search(r"games must be .*got 1", err)
 
 
 def test_cli_setup_hook_runs_first(tmp_path):

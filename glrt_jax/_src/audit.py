@@ -423,7 +423,7 @@ def run_game(
             raise ValueError(f"direction must have shape (d,) = ({d},), got {u.shape}")
         arr = _concrete(u)
         if arr is not None and (not np.all(np.isfinite(arr)) or not np.any(arr != 0)):
-            raise ValueError("direction must be a finite, non-zero vector")
+            raise ValueError(f"direction must be a finite, non-zero vector; got {arr.tolist()!r}")
         u = u / jnp.linalg.norm(u)
 
     if chunk_size is None:
@@ -743,7 +743,9 @@ def empirical_roc(
             raise ValueError(f"{name} must be a non-empty 1-D array, got shape {arr.shape}")
         c = _concrete(arr)
         if c is not None and np.any(np.isnan(c)):
-            raise ValueError(f"{name} must not contain NaN")
+            raise ValueError(
+                f"{name} must not contain NaN; got {name}[{int(np.argmax(np.isnan(c)))}] = nan"
+            )
         arrays[name] = arr
     stats0, stats1, thresholds = arrays["stats0"], arrays["stats1"], arrays["thresholds"]
     dtype = float_dtype(stats0, stats1, thresholds)

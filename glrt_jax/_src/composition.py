@@ -96,6 +96,7 @@ from glrt_jax._src.validation import (
     ADVERSARIES,
     NEIGHBOURINGS,
     check_choice,
+    check_range,
     check_x64,
     is_traced,
 )
@@ -174,7 +175,10 @@ def _staged(valid, mu, q, n, target, p, *, adversary, d, neighbouring, B, J, que
     gam = (B + 4) * UNIT_ROUNDOFF
     # Only per-direction data goes on: the bounds program does not depend on K.
     per_direction = p._replace(xp=None, pp=None)
-    n_tot = jnp.sum(n.astype(jnp.float64))
+    if isinstance(n, jax.core.Tracer):
+        n_tot = jnp.sum(n.astype(jnp.float64))
+    else:  # on the host: no program of its own (integers, so the sum is exact either way)
+        n_tot = np.sum(np.asarray(n, np.float64))
     return _bounds_stage(
         carry, per_direction, tau, tilts, n_tot, target, gam, valid, J=J, query=query
     )
@@ -212,7 +216,7 @@ JIT_SIZES = (512, 4096)
 
 def _sizes_for(p):
     """(B, J) from :data:`POINTS` and :data:`NODES` that meet the plan's needs (largest if none)."""
-    b_need, j_need = float(jnp.max(p.b_need)), float(jnp.max(p.j_need))
+    b_need, j_need = float(np.max(np.asarray(p.b_need))), float(np.max(np.asarray(p.j_need)))
     b = next((s for s in POINTS if s >= 1.1 * b_need), POINTS[-1])
     j = next((s for s in NODES if s >= 1.1 * j_need), NODES[-1])
     return b, j
@@ -255,16 +259,14 @@ def _validate_phases(noise_multiplier, sampling_rate, steps):
             f"noise_multiplier, sampling_rate and steps must have one length; got {sizes}"
         )
     sig, q, st = arrays["noise_multiplier"], arrays["sampling_rate"], arrays["steps"]
-    if sig is not None and (not np.all(np.isfinite(sig)) or np.any(sig <= 0)):
-        raise ValueError(f"noise_multiplier must be finite and > 0; got {noise_multiplier!r}")
-    if q is not None and (not np.all(np.isfinite(q)) or np.any(q <= 0) or np.any(q > 1)):
-        raise ValueError(f"sampling_rate must lie in (0, 1]; got {sampling_rate!r}")
+    if sig is not None:
+        check_range("noise_multiplier", sig, lo=0.0, lo_open=True)
+    if q is not None:
+        check_range("sampling_rate", q, lo=0.0, hi=1.0, lo_open=True)
     if st is not None:
-        stf = st.astype(np.float64)
-        if not np.all(np.isfinite(stf)) or np.any(stf != np.round(stf)) or np.any(stf < 0):
-            raise ValueError(f"steps must be non-negative integers; got {steps!r}")
-        if not np.any(stf > 0):
-            raise ValueError(f"steps must contain at least one positive count; got {steps!r}")
+        check_range("steps", st, lo=0.0, integer=True)
+        if not np.any(st > 0):
+            raise ValueError(f"steps must contain at least one count >= 1; got {steps!r}")
     return max(sizes.values()) if sizes else None
 
 
@@ -273,13 +275,12 @@ def validate_options(adversary, d, neighbouring):
     check_choice("adversary", adversary, ADVERSARIES)
     check_choice("neighbouring", neighbouring, NEIGHBOURINGS)
     if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 1:
-        raise ValueError(f"d must be an integer >= 1; got {d!r}")
+        raise ValueError(f"d must be an integer in [1, inf); got {d!r}")
 
 
 def validate_sizes(tol, points, nodes):
     """Eager checks of the accuracy and size arguments (``points``/``nodes``: None = auto)."""
-    if not isinstance(tol, jax.core.Tracer) and not (1e-7 <= float(tol) <= 0.5):
-        raise ValueError(f"tol must lie in [1e-7, 0.5]; got {tol!r}")
+    check_range("tol", tol, lo=1e-7, hi=0.5)
     if points is not None and points not in POINTS:
         raise ValueError(f"points must be one of {POINTS}; got {points!r}")
     if nodes is not None and nodes not in NODES:
@@ -304,7 +305,7 @@ def _refine(bounds, diag, valid, mu, q, n, target, tol, static):
         again = False
         est = float(bounds.estimate)
         if static["query"] == "epsilon":
-            eps_ref = float(jnp.max(diag["eps_ref"]))
+            eps_ref = float(np.max(np.asarray(diag["eps_ref"])))
             if np.isfinite(est) and est < 1.2 * eps_ref:
                 hint, again = 0.5 * est, True
         share = float(diag["smoothing"])
@@ -313,16 +314,15 @@ def _refine(bounds, diag, valid, mu, q, n, target, tol, static):
             scale, again = max(scale * min(step, 0.5), _TAU_SCALE_MIN), True
         if not again:
             break
-        hint_a = jnp.asarray(hint, jnp.float64)
-        scale_a = jnp.asarray(scale, jnp.float64)
+        hint_a, scale_a = np.float64(hint), np.float64(scale)
         p = _plan_stage(mu, q, n, target, tol, hint_a, scale_a, **static)
         b2, j2 = _sizes_for(p)
         new, diag = _staged(valid, mu, q, n, target, p, B=b2, J=j2, **static)
         better = float(new.upper) < float(bounds.upper)
         bounds = Bounds(
-            jnp.maximum(bounds.lower, new.lower),
+            jax.device_put(np.maximum(np.asarray(bounds.lower), np.asarray(new.lower))),
             new.estimate if better else bounds.estimate,
-            jnp.minimum(bounds.upper, new.upper),
+            jax.device_put(np.minimum(np.asarray(bounds.upper), np.asarray(new.upper))),
         )
         if not better:
             break
@@ -351,34 +351,37 @@ def _query(
         tv = np.asarray(target, dtype=np.float64)
         if tv.ndim != 0:
             raise ValueError(
-                f"{'delta' if query == 'epsilon' else 'epsilon'} must be a scalar; "
-                "use jax.vmap over it"
+                f"{'delta' if query == 'epsilon' else 'epsilon'} must be a scalar; got shape "
+                f"{tv.shape} (use jax.vmap over it)"
             )
-        if query == "epsilon" and not (0 < tv < 1):
-            raise ValueError(f"delta must lie in (0, 1); got {target!r}")
-        if query == "delta" and not np.isfinite(tv):
-            raise ValueError(f"epsilon must be finite; got {target!r}")
-    sig = jnp.atleast_1d(jnp.asarray(noise_multiplier, jnp.float64))
-    q = jnp.atleast_1d(jnp.asarray(sampling_rate, jnp.float64))
-    n = jnp.atleast_1d(jnp.asarray(steps))
+        if query == "epsilon":
+            check_range("delta", target, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
+        else:
+            check_range("epsilon", target)
+    # Concrete inputs are prepared with NumPy: eager jax operations would each be a
+    # compiled program of their own.
+    traced = is_traced(noise_multiplier, sampling_rate, steps, target, tol)
+    xp = jnp if traced else np
+    sig = xp.atleast_1d(xp.asarray(noise_multiplier, np.float64))
+    q = xp.atleast_1d(xp.asarray(sampling_rate, np.float64))
+    n = xp.atleast_1d(xp.asarray(steps))
     if not jnp.issubdtype(n.dtype, jnp.integer):
-        n = jnp.round(n).astype(jnp.int64)
-    n = n.astype(jnp.int64)
-    sig, q, n = jnp.broadcast_arrays(sig, q, n)
+        n = xp.round(n).astype(np.int64)
+    n = n.astype(np.int64)
+    sig, q, n = xp.broadcast_arrays(sig, q, n)
     kk = sig.shape[0]
     kb = _bucket(kk)
     if kb > kk:  # pad with copies of phase 0 composed 0 times
         pad = kb - kk
-        sig = jnp.concatenate([sig, jnp.repeat(sig[:1], pad)])
-        q = jnp.concatenate([q, jnp.repeat(q[:1], pad)])
-        n = jnp.concatenate([n, jnp.zeros((pad,), jnp.int64)])
+        sig = xp.concatenate([sig, xp.repeat(sig[:1], pad)])
+        q = xp.concatenate([q, xp.repeat(q[:1], pad)])
+        n = xp.concatenate([n, xp.zeros((pad,), np.int64)])
     mu = 1.0 / sig
-    target = jnp.asarray(target, jnp.float64)
-    tol_a = jnp.asarray(tol, jnp.float64)
+    target = xp.asarray(target, np.float64)
+    tol_a = xp.asarray(tol, np.float64)
     static = dict(adversary=adversary, d=int(d), neighbouring=neighbouring, query=query)
-    traced = is_traced(sig, q, n, target, tol_a)
     valid, mu, q, n, target = _sanitize(mu, q, n, target, tol_a, query)
-    nan, one = jnp.asarray(jnp.nan, jnp.float64), jnp.asarray(1.0, jnp.float64)
+    nan, one = np.float64(np.nan), np.float64(1.0)
     p = _plan_stage(mu, q, n, target, tol_a, nan, one, **static)
     auto = points is None and nodes is None
     if points is None or nodes is None:

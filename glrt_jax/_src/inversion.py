@@ -255,16 +255,23 @@ def first_below(fn, level, lo, hi):
     Only points where fn was evaluated and found ≤ level are ever returned, so the result
     is valid whatever the shape of fn. (They are not evaluated again: a second evaluation
     of the same expression, compiled differently, may round to the other side of level.)
+    The two ends are evaluated by the first two passes of the bisection loop, so ``fn``
+    appears once in the compiled program.
     """
-    lo_ok, hi_ok = jax.vmap(fn)(jnp.stack([lo, hi])) <= level
 
-    def body(_, state):
-        a, b, b_ok = state
-        mid = 0.5 * (a + b)
-        ok = fn(mid) <= level
-        return jnp.where(ok, a, mid), jnp.where(ok, mid, b), b_ok | ok
+    def body(i, state):
+        a, b, b_ok, lo_ok = state
+        x = jnp.where(i == 0, lo, jnp.where(i == 1, hi, 0.5 * (a + b)))
+        ok = fn(x) <= level
+        bisect = i >= 2
+        lo_ok = jnp.where(i == 0, ok, lo_ok)
+        b_ok = jnp.where(i == 1, ok, b_ok | (bisect & ok))
+        a = jnp.where(bisect & ~ok, x, a)
+        b = jnp.where(bisect & ok, x, b)
+        return a, b, b_ok, lo_ok
 
-    _, b, b_ok = lax.fori_loop(0, _BISECT, body, (lo, hi, hi_ok))
+    false = jnp.zeros(jnp.shape(lo), bool)
+    _, b, b_ok, lo_ok = lax.fori_loop(0, _BISECT + 2, body, (lo, hi, false, false))
     return jnp.where(lo_ok, lo, jnp.where(b_ok, b, jnp.inf))
 
 
@@ -274,20 +281,24 @@ _LADDER = np.concatenate([[0.0], np.geomspace(1e-7, 1.0, 29)])
 def last_above(fn, level, start):
     """A large ε ≤ start with fn(ε) ≥ level (0 if none): a ladder down, then bisection.
 
-    As in :func:`first_below`, only points found to pass are returned.
+    As in :func:`first_below`, only points found to pass are returned. The rungs and the
+    bisection are passes of one loop (``fn`` appears once in the compiled program); the
+    first passing rung and the one above it bracket the bisection.
     """
     pts = start * (1.0 - jnp.asarray(_LADDER))
-    ok = jax.vmap(fn)(pts) >= level
-    j = jnp.argmax(ok)  # first passing rung (largest ε)
-    any_ok = jnp.any(ok)
-    good = pts[j]
-    bad = jnp.where(j > 0, pts[jnp.maximum(j - 1, 0)], good)
+    n = len(_LADDER)
 
-    def body(_, ab):
-        g, b = ab
-        mid = 0.5 * (g + b)
-        m_ok = fn(mid) >= level
-        return jnp.where(m_ok, mid, g), jnp.where(m_ok, b, mid)
+    def body(i, state):
+        g, b, found = state
+        rung = i < n
+        x = jnp.where(rung, pts[jnp.minimum(i, n - 1)], 0.5 * (g + b))
+        ok = fn(x) >= level
+        first = rung & ok & ~found
+        above = jnp.where(i > 0, pts[jnp.clip(i - 1, 0, n - 1)], x)
+        g = jnp.where(rung, jnp.where(first, x, g), jnp.where(ok, x, g))
+        b = jnp.where(rung, jnp.where(first, above, b), jnp.where(ok, b, x))
+        return g, b, found | first
 
-    g, _ = lax.fori_loop(0, 40, body, (good, bad))
-    return jnp.where(any_ok, g, 0.0)
+    false = jnp.zeros(jnp.shape(start), bool)
+    g, _, found = lax.fori_loop(0, n + 40, body, (pts[0], pts[0], false))
+    return jnp.where(found, g, 0.0)

@@ -34,16 +34,21 @@ out-of-domain traced inputs are not detected and their results are meaningless (
 
 from __future__ import annotations
 
+import functools
 import math
 
 import jax
 import jax.numpy as jnp
+import numpy as np
+from jax import lax
+from jax.custom_derivatives import SymbolicZero
 from jax.scipy.special import log_ndtr, ndtri
 
 from glrt_jax._src import ncx2, solvers
-from glrt_jax._src.llr import threshold
+from glrt_jax._src.llr import threshold, threshold_df1
 from glrt_jax._src.numerics import log1mexp, log_poisson
 from glrt_jax._src.shapes import bucketed
+from glrt_jax._src.special import dispatch
 from glrt_jax._src.validation import ADVERSARIES, check_choice, check_range
 
 _NEWTON = 80
@@ -65,9 +70,9 @@ def _log_ndtr(x):
     """
     tail = x < -10.0
     t = jnp.where(tail, -x, 20.0)
-    k = t
-    for n in range(_CF_TERMS, 0, -1):
-        k = t + n / k
+    # A loop, not unrolled: the same operations in the same order, and a compiled
+    # program (with its forward-mode derivative, taken by the ε solver) many times smaller.
+    k = lax.fori_loop(0, _CF_TERMS, lambda i, k: t + (_CF_TERMS - i).astype(t.dtype) / k, t)
     log_tail = -0.5 * t * t - 0.5 * math.log(2.0 * math.pi) - jnp.log(k)
     return jnp.where(tail, log_tail, log_ndtr(jnp.where(tail, 0.0, x)))
 
@@ -77,8 +82,9 @@ def npo_log_delta_kernel(eps, mu):
     mus = jnp.where(mu > 0, mu, 1.0)
     a = -eps / mus + 0.5 * mus
     b = -eps / mus - 0.5 * mus
-    la = _log_ndtr(a)
-    out = la + log1mexp(jnp.minimum(eps + _log_ndtr(b) - la, 0.0))
+    # One call on both arguments: one copy of the normal tail in the compiled program.
+    la, lb = _log_ndtr(jnp.stack([a, b]))
+    out = la + log1mexp(jnp.minimum(eps + lb - la, 0.0))
     return jnp.where(mu > 0, out, -jnp.inf)
 
 
@@ -112,23 +118,33 @@ def _log_tail_gap(t, d, lam):
     downwards: bounded, no cancellation), and the term ratios are
     ρ_i = y m / ((a + i)(i + 1)), so the sum is g(a, y) w_1 Σ_i (ρ_1 ⋯ ρ_i) R_i,
     evaluated by Horner's rule: only multiplications and additions, no exp or log per
-    term. ``ok`` is False where the _GAP_TERMS terms have not converged.
+    term. ``ok`` is False where the _GAP_TERMS terms have not converged. The
+    recurrences run in loops (not unrolled), which keeps the compiled program small.
     """
     a, y, m = 0.5 * d, 0.5 * t, 0.5 * lam
-    r = jnp.ones_like(m)
-    ratios = [None] * _GAP_TERMS
-    for i in range(_GAP_TAIL_START, -1, -1):
-        r = 1.0 + m * r * (1.0 / (i + 2.0))
-        if i < _GAP_TERMS:
-            ratios[i] = r
+    dtype = m.dtype
+    # 1/(i + 2) as constants rounded from float64, index j ↔ i = _GAP_TAIL_START − j.
+    inv = jnp.asarray([1.0 / (i + 2.0) for i in range(_GAP_TAIL_START, -1, -1)], dtype)
+    n_tail = _GAP_TAIL_START + 1 - _GAP_TERMS
+    # R_i for i = _GAP_TAIL_START … _GAP_TERMS (start values, not kept).
+    r = lax.fori_loop(0, n_tail, lambda j, r: 1.0 + m * r * inv[j], jnp.ones_like(m))
     ym = y * m
-    rho = [ym / ((a + i) * (i + 1.0)) for i in range(1, _GAP_TERMS)]
-    total = ratios[-1]
-    for i in range(_GAP_TERMS - 2, -1, -1):
-        total = ratios[i] + rho[i] * total
-    last = ratios[-1]
-    for q in rho:
-        last = last * q
+
+    def rho(i):  # ρ_{i+1} = y m / ((a + i + 1)(i + 2))
+        fi = i.astype(dtype)
+        return ym / ((a + (fi + 1.0)) * (fi + 2.0))
+
+    # R_i for i = _GAP_TERMS − 1 … 0 and Horner's rule on the same pass (same order).
+    last_r = 1.0 + m * r * inv[n_tail]
+
+    def horner(j, total_r):
+        total, r = total_r
+        i = _GAP_TERMS - 1 - j  # i = _GAP_TERMS − 2 … 0
+        r = 1.0 + m * r * inv[n_tail + j]
+        return r + rho(i) * total, r
+
+    total, _ = lax.fori_loop(1, _GAP_TERMS, horner, (last_r, last_r))
+    last = lax.fori_loop(0, _GAP_TERMS - 1, lambda i, v: v * rho(i), last_r)
     ok = (last < math.exp(_GAP_LOG_TOL) * total) & (m <= _GAP_MAX_M) & (y > 0)
     ok = ok & jnp.isfinite(total) & (m > 0)
     ms = jnp.where(m > 0, m, 1.0)
@@ -153,7 +169,7 @@ def _log_delta_branch(eps, log_big, log_small, log_gap, ok):
     return jnp.where(use, via_gap, direct)
 
 
-def _glrt_parts_flat(eps, lam, d):
+def _glrt_parts_flat(eps, lam, d, *, with_lam=True, closed_d1=False):
     """(log δ, ∂ log δ/∂ε, ∂ log δ/∂λ) of the GLRT on flat arrays of equal length.
 
     Both tangent thresholds (ℓ(c) = ε for R, ℓ(c') = −ε for R') come from one Newton
@@ -163,6 +179,13 @@ def _glrt_parts_flat(eps, lam, d):
 
         ∂δ_R/∂ε = −e^ε Ψ_0(c),      ∂δ_R/∂λ = ∂Ψ_λ(c)/∂λ = f(c; d + 2, λ),
         ∂δ_R'/∂ε = −e^ε Φ_λ(c'),    ∂δ_R'/∂λ = e^ε f(c'; d + 2, λ).
+
+    ``with_lam=False`` skips ∂ log δ/∂λ (returned as None) and the densities it needs
+    (the ε solver only differentiates in ε). ``closed_d1=True`` (static; every ``d`` is 1)
+    uses the d = 1 closed forms only: the thresholds from ``llr.threshold_df1`` and the
+    normal tails of ``special.dispatch`` (``logsf_df1``, ``logcdf_df1``); a point where
+    the closed-form cdf would lose accuracy gives NaN instead (the eager caller then
+    asks the general program).
     """
     n = eps.shape[0]
     pos = lam > 0
@@ -170,13 +193,17 @@ def _glrt_parts_flat(eps, lam, d):
     has_swap = pos & (eps < 0.5 * lam)
     eps_s = jnp.where(has_swap, eps, 0.0)
     lam2, d2 = jnp.concatenate([lam_s, lam_s]), jnp.concatenate([d, d])
-    cc = threshold(jnp.concatenate([eps, -eps_s]), lam2, d2)
+    targets = jnp.concatenate([eps, -eps_s])
+    cc = threshold_df1(targets, lam2) if closed_d1 else threshold(targets, lam2, d2)
     c, c2 = cc[:n], cc[n:]
     zero = jnp.zeros_like(lam_s)
     # R: Ψ_λ(c), Ψ_0(c); R': Φ_0(c'), Φ_λ(c').
-    ls = ncx2.logsf(jnp.concatenate([c, c]), d2, jnp.concatenate([lam_s, zero]))
-    lc = ncx2.logcdf(jnp.concatenate([c2, c2]), d2, jnp.concatenate([zero, lam_s]))
-    lp = ncx2.logpdf(cc, d2 + 2.0, lam2)
+    x_sf, nc_sf = jnp.concatenate([c, c]), jnp.concatenate([lam_s, zero])
+    x_cdf, nc_cdf = jnp.concatenate([c2, c2]), jnp.concatenate([zero, lam_s])
+    if closed_d1:
+        ls, lc = dispatch.logsf_df1(x_sf, nc_sf), dispatch.logcdf_df1(x_cdf, nc_cdf)
+    else:
+        ls, lc = ncx2.logsf(x_sf, d2, nc_sf), ncx2.logcdf(x_cdf, d2, nc_cdf)
     gap, ok = _log_tail_gap(cc, d2, lam2)
     log_r = _log_delta_branch(eps, ls[:n], ls[n:], gap[:n], ok[:n])
     log_s = _log_delta_branch(eps_s, lc[:n], lc[n:], gap[n:], ok[n:])
@@ -184,35 +211,62 @@ def _glrt_parts_flat(eps, lam, d):
     use_r = log_r >= log_s
     log_d = jnp.where(use_r, log_r, log_s)
     de = jnp.where(use_r, -jnp.exp(eps + ls[n:] - log_r), -jnp.exp(eps_s + lc[n:] - log_s))
-    dl = jnp.where(use_r, jnp.exp(lp[:n] - log_r), jnp.exp(eps_s + lp[n:] - log_s))
     fin = pos & jnp.isfinite(log_d)
-    return (
-        jnp.where(pos, log_d, -jnp.inf),
-        jnp.where(fin, de, 0.0),
-        jnp.where(fin, dl, 0.0),
-    )
+    dl = None
+    if with_lam:
+        lp = ncx2.logpdf(cc, d2 + 2.0, lam2)
+        dl = jnp.where(use_r, jnp.exp(lp[:n] - log_r), jnp.exp(eps_s + lp[n:] - log_s))
+        dl = jnp.where(fin, dl, 0.0)
+    return jnp.where(pos, log_d, -jnp.inf), jnp.where(fin, de, 0.0), dl
 
 
-def _glrt_parts(eps, lam, d):
+def _glrt_parts(eps, lam, d, **kw):
     """:func:`_glrt_parts_flat` for broadcastable arrays of any shape (0-d included)."""
     eps, lam, d = jnp.broadcast_arrays(eps, lam, d)
     shape = eps.shape
-    out = _glrt_parts_flat(eps.reshape(-1), lam.reshape(-1), d.reshape(-1))
-    return tuple(o.reshape(shape) for o in out)
+    out = _glrt_parts_flat(eps.reshape(-1), lam.reshape(-1), d.reshape(-1), **kw)
+    return tuple(None if o is None else o.reshape(shape) for o in out)
 
 
-@jax.custom_jvp
-def glrt_log_delta_kernel(eps, lam, d):
-    """log δ_GLRT(ε) at λ = μ²; exact first derivatives in ε and λ (not in d)."""
-    return _glrt_parts(eps, lam, d)[0]
+def _sym_tangent(t, like):
+    """A tangent as an array (zeros for a symbolic zero)."""
+    if isinstance(t, SymbolicZero):
+        return jnp.zeros_like(like)
+    return t
 
 
-@glrt_log_delta_kernel.defjvp
-def _glrt_log_delta_jvp(primals, tangents):
+@functools.partial(jax.custom_jvp, nondiff_argnums=(3,))
+def _glrt_log_delta(eps, lam, d, closed_d1):
+    return _glrt_parts(eps, lam, d, with_lam=False, closed_d1=closed_d1)[0]
+
+
+def _glrt_log_delta_jvp(closed_d1, primals, tangents):
     eps, lam, d = primals
     t_eps, t_lam, _ = tangents
-    val, de, dl = _glrt_parts(eps, lam, d)
-    return val, de * t_eps + dl * t_lam
+    with_lam = not isinstance(t_lam, SymbolicZero)
+    val, de, dl = _glrt_parts(eps, lam, d, with_lam=with_lam, closed_d1=closed_d1)
+    tan = de * _sym_tangent(t_eps, val)
+    if with_lam:
+        tan = tan + dl * t_lam
+    return val, tan
+
+
+_glrt_log_delta.defjvp(_glrt_log_delta_jvp, symbolic_zeros=True)
+
+
+def glrt_log_delta_kernel(eps, lam, d):
+    """log δ_GLRT(ε) at λ = μ²; exact first derivatives in ε and λ (not in d).
+
+    The derivative in λ (and the densities it needs) is computed only where a tangent
+    in λ is asked for.
+    """
+    return _glrt_log_delta(eps, lam, d, False)
+
+
+def _glrt1_log_delta_kernel(eps, lam):
+    """:func:`glrt_log_delta_kernel` at d = 1 by closed forms only (NaN where they would
+    lose accuracy; see ``_glrt_parts_flat``)."""
+    return _glrt_log_delta(eps, lam, jnp.ones_like(lam), True)
 
 
 # ---------------------------------------------------------------------------
@@ -239,6 +293,11 @@ def _npo_residual(eps, theta):
 def _glrt_residual(eps, theta):
     log_target, mu, d = theta
     return glrt_log_delta_kernel(eps, mu * mu, d) - log_target
+
+
+def _glrt1_residual(eps, theta):
+    log_target, mu = theta
+    return _glrt1_log_delta_kernel(eps, mu * mu) - log_target
 
 
 def _solve_epsilon(residual, theta):
@@ -290,16 +349,42 @@ def glrt_epsilon_kernel(log_delta, mu, d):
     return _solve_epsilon(_glrt_residual, (log_delta, mu, d))
 
 
+def _glrt1_epsilon_kernel(log_delta, mu):
+    """:func:`glrt_epsilon_kernel` at d = 1 by closed forms only (NaN where they would
+    lose accuracy)."""
+    log_delta, mu = jnp.broadcast_arrays(log_delta, mu)
+    return _solve_epsilon(_glrt1_residual, (log_delta, mu))
+
+
+# The eager programs. ε takes δ itself (its log is taken inside the program: no separate
+# dispatch). The d = 1 programs carry d only for its shape and dtype.
 _jit_npo_log_delta = jax.jit(npo_log_delta_kernel)
 _jit_glrt_log_delta = jax.jit(lambda e, m, d: glrt_log_delta_kernel(e, m * m, d))
-_jit_npo_eps = jax.jit(npo_epsilon_kernel)
-_jit_glrt_eps = jax.jit(glrt_epsilon_kernel)
+_jit_glrt1_log_delta = jax.jit(lambda e, m, d: _glrt1_log_delta_kernel(e, m * m))
+_jit_npo_eps = jax.jit(lambda p, m: npo_epsilon_kernel(jnp.log(p), m))
+_jit_glrt_eps = jax.jit(lambda p, m, d: glrt_epsilon_kernel(jnp.log(p), m, d))
+_jit_glrt1_eps = jax.jit(lambda p, m, d: _glrt1_epsilon_kernel(jnp.log(p), m))
 
 
 def _check_mu_d(mu, d=None):
     check_range("mu", mu, lo=0.0)
     if d is not None:
         check_range("d", d, lo=1.0, integer=True)
+
+
+def _glrt_eager(general, closed_d1, x, mu, d):
+    """``general`` on bucketed inputs; for concrete d = 1 the closed-form program first.
+
+    The d = 1 program is several times smaller (no general-d branch of the non-central
+    χ² is compiled); where it returns NaN (a closed form that would lose accuracy, or a
+    NaN answer) the general program answers instead, so results do not depend on it.
+    """
+    args = (x, mu, d)
+    if not any(isinstance(a, jax.core.Tracer) for a in args) and np.all(np.asarray(d) == 1):
+        out = bucketed(closed_d1, *args)
+        if not np.any(np.isnan(np.asarray(out))):
+            return out
+    return bucketed(general, *args)
 
 
 def npo_log_delta(epsilon, mu):
@@ -318,7 +403,7 @@ def glrt_log_delta(epsilon, mu, d):
     """log δ(ε) of the GLRT adversary: see :func:`glrt_delta`. Finite below 1e-308."""
     check_range("epsilon", epsilon, lo=0.0)
     _check_mu_d(mu, d)
-    return bucketed(_jit_glrt_log_delta, epsilon, mu, d)
+    return _glrt_eager(_jit_glrt_log_delta, _jit_glrt1_log_delta, epsilon, mu, d)
 
 
 def glrt_delta(epsilon, mu, d):
@@ -330,14 +415,14 @@ def npo_epsilon(delta, mu):
     """ε(δ) of the NPO adversary: :func:`epsilon` with ``adversary="npo"``."""
     check_range("delta", delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
     _check_mu_d(mu)
-    return bucketed(_jit_npo_eps, jnp.log(delta), mu)
+    return bucketed(_jit_npo_eps, delta, mu)
 
 
 def glrt_epsilon(delta, mu, d):
     """ε(δ) of the GLRT adversary: :func:`epsilon` with ``adversary="glrt"``."""
     check_range("delta", delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
     _check_mu_d(mu, d)
-    return bucketed(_jit_glrt_eps, jnp.log(delta), mu, d)
+    return _glrt_eager(_jit_glrt_eps, _jit_glrt1_eps, delta, mu, d)
 
 
 # ---------------------------------------------------------------------------

@@ -8,7 +8,6 @@ arguments (:func:`run`), with errors reported as exit status 2.
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Callable
 from functools import partial
 
@@ -89,19 +88,15 @@ def run(args: argparse.Namespace, setup: Callable[[], None] | None = None) -> in
     """
     if setup is not None:
         setup()
-    try:
-        written = reproduce.reproduce(
-            args.out,
-            full=args.full,
-            games=args.games,
-            thresholds=args.thresholds,
-            seed=args.seed,
-            only=args.only,
-            progress=not args.quiet,
-        )
-    except ValueError as exc:
-        print(f"glrt-jax reproduce: {exc}", file=sys.stderr)
-        return 2
+    written = reproduce.reproduce(
+        args.out,
+        full=args.full,
+        games=args.games,
+        thresholds=args.thresholds,
+        seed=args.seed,
+        only=args.only,
+        progress=not args.quiet,
+    )
     for name, p in written.items():
         print(f"{name}: {p}")
     return 0

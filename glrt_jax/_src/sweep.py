@@ -55,7 +55,7 @@ def local_mesh(devices: Sequence[jax.Device] | None = None) -> Mesh:
     """
     devices = list(jax.local_devices() if devices is None else devices)
     if not devices:
-        raise ValueError("devices must contain at least one device")
+        raise ValueError(f"devices must contain at least one device; got {devices!r}")
     return Mesh(np.asarray(devices, dtype=object), (AXIS,))
 
 

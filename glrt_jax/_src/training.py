@@ -48,7 +48,7 @@ import numpy as np
 import optax
 
 from glrt_jax._src import calibrate, composition, solvers
-from glrt_jax._src.validation import check_range, is_traced
+from glrt_jax._src.validation import check_int, check_range, is_traced
 
 # ---------------------------------------------------------------------------
 # DP-SGD aggregation
@@ -225,8 +225,7 @@ def init_ledger(capacity: int = 64, dtype=None) -> Ledger:
     Returns:
       A :class:`Ledger`.
     """
-    if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 1:
-        raise ValueError(f"capacity must be an integer >= 1; got {capacity!r}")
+    capacity = check_int("capacity", capacity)
     dtype = jnp.result_type(float) if dtype is None else dtype
     return Ledger(
         noise_multiplier=jnp.ones((capacity,), dtype),

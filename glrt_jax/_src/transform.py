@@ -28,13 +28,14 @@ UNIT_ROUNDOFF = 0.5 * float(np.finfo(np.float64).eps)
 _CHUNK = 8
 
 
-def node_terms(x, p, a, dw, J):
+def node_terms(x, p, a, dw, J, n_points=None):
     """Per-node ``log1p`` term (nodes ``kΔω``, k < J), its error bound, tilted mean, log M(a).
 
     ``Σ_b v_b e^{iω_k(x_b − c)}`` for ``k = k0 R + k1`` is a product of two tables of
     phases, ``e^{i k0 R Δω (x − c)}`` and ``e^{i k1 Δω (x − c)}``, each the running
     product of one phase per point: one sine and cosine per point and one complex
-    matrix product, instead of J·B of them.
+    matrix product, instead of J·B of them. ``n_points``: the number of points that
+    carry mass (the rest padding with ``p = 0``), for the rounding bound; all by default.
     """
     lp = grids.safe_log(p)
     logw = lp + a * x
@@ -49,7 +50,8 @@ def node_terms(x, p, a, dw, J):
     s_all = ((t0 * v) @ t1.T).reshape(-1) - 1.0
     # Rounding: the sum of B terms, the running products and the final subtraction give
     # |ŝ − s| ≤ e_abs; so |φ/M(a)| ≤ |1 + ŝ| + e_abs at every node, whatever ŝ is.
-    gam = (x.shape[0] + 2 * R + 2 * (J // R) + 16) * UNIT_ROUNDOFF
+    n_pts = x.shape[0] if n_points is None else n_points
+    gam = (n_pts + 2 * R + 2 * (J // R) + 16) * UNIT_ROUNDOFF
     e_abs = 4.0 * gam
     l1p = jnp.log1p(s_all)
     log_up = jnp.log(jnp.abs(1.0 + s_all) + e_abs)
@@ -101,10 +103,15 @@ def phase_sums(mu, q, n, p, a, dw, tilts, *, adversary, d, directions, B, J):
         # it dominates the round, which dominates the merged pair, and for b ≥ 0
         # E_P[e^{bL}] = E_Q[(P/Q)^{1+b}] is an f-divergence (data processing).
         mg = grids.log_mgf(x, p_up, b_i)
-        sides = []
-        for xx, pv in ((x, p_up), (x_lo, p_lo)):
-            l1p, log_up, rel, c, log_m = node_terms(xx, pv, a_i, dw_i, J)
-            sides.append((l1p, log_up, rel, c, log_m, mg))
+        # Both discretisations in one vmapped call (one copy in the compiled program): the
+        # merged pair, one point shorter, is padded with a massless point.
+        x_lo_pad = jnp.concatenate([x_lo, x_lo[-1:]])
+        p_lo_pad = jnp.concatenate([p_lo, jnp.zeros((1,), p_lo.dtype)])
+        n_pts = jnp.asarray([x.shape[0], x_lo.shape[0]], x.dtype)
+        terms = jax.vmap(lambda xx, pv, nb: node_terms(xx, pv, a_i, dw_i, J, nb))(
+            jnp.stack([x, x_lo_pad]), jnp.stack([p_up, p_lo_pad]), n_pts
+        )
+        sides = [tuple(t[k] for t in terms) + (mg,) for k in (0, 1)]
         h = x[1:] - x[:-1]
         theta = jnp.where(pi > 0, up / jnp.where(pi > 0, pi, 1.0), 0.0)
         lw = grids.safe_log(pi) + a_i * 0.5 * (x[1:] + x[:-1])

@@ -26,26 +26,42 @@ def _concrete(value):
 def check_range(
     name: str, value, *, lo=None, hi=None, lo_open=False, hi_open=False, integer=False
 ) -> None:
-    """Raise ValueError if a concrete ``value`` is NaN/inf or outside the stated range."""
+    """Raise ValueError if a concrete ``value`` is NaN/inf or outside the stated range.
+
+    The message names the argument, the valid range and the offending value; for an array,
+    the first offending entry and its index (``noise_multiplier[3] = -1.0``).
+
+    Example:
+      >>> check_range("sampling_rate", [0.5, 1.5], lo=0.0, hi=1.0, lo_open=True)
+      Traceback (most recent call last):
+      ...
+      ValueError: sampling_rate must be in (0, 1]; got sampling_rate[1] = 1.5
+    """
     arr = _concrete(value)
     if arr is None:
+        return
+    a = np.asarray(arr, dtype=float)
+    bad = ~np.isfinite(a)
+    if lo is not None:
+        bad |= (a <= lo) if lo_open else (a < lo)
+    if hi is not None:
+        bad |= (a >= hi) if hi_open else (a > hi)
+    if integer:
+        bad |= np.isfinite(a) & (a != np.round(a))
+    if not np.any(bad):
         return
     lo_s = "-inf" if lo is None else f"{lo:g}"
     hi_s = "inf" if hi is None else f"{hi:g}"
     left = "(" if lo_open or lo is None else "["
     right = ")" if hi_open or hi is None else "]"
-    rng = f"{left}{lo_s}, {hi_s}{right}"
     kind = "an integer in " if integer else "in "
-    msg = f"{name} must be {kind}{rng}; got {value!r}"
-    a = np.asarray(arr, dtype=float)
-    if not np.all(np.isfinite(a)):
-        raise ValueError(msg)
-    if lo is not None and (np.any(a <= lo) if lo_open else np.any(a < lo)):
-        raise ValueError(msg)
-    if hi is not None and (np.any(a >= hi) if hi_open else np.any(a > hi)):
-        raise ValueError(msg)
-    if integer and np.any(a != np.round(a)):
-        raise ValueError(msg)
+    if a.ndim == 0:
+        got = repr(value)
+    else:
+        index = np.unravel_index(int(np.argmax(bad)), a.shape)
+        where = ", ".join(str(int(i)) for i in index)
+        got = f"{name}[{where}] = {np.asarray(arr)[index].item()!r}"
+    raise ValueError(f"{name} must be {kind}{left}{lo_s}, {hi_s}{right}; got {got}")
 
 
 def check_alpha(alpha) -> None:
@@ -71,7 +87,7 @@ def check_choice(name: str, value, choices: tuple) -> None:
 
 def check_x64(what: str) -> None:
     """Raise ValueError unless 64-bit floats are enabled (``what`` names the caller)."""
-    if jnp.asarray(1.0).dtype != jnp.float64:
+    if jnp.result_type(float) != jnp.float64:  # no array made: no compiled program
         raise ValueError(
             f"{what} needs 64-bit floats for its guarantees: enable them with "
             'jax.config.update("jax_enable_x64", True) or run inside jax.enable_x64().'

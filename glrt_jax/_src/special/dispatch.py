@@ -194,6 +194,32 @@ def kernel_logpdf(x, df, nc):
     return (jnp.where(bad, jnp.nan, out),)
 
 
+def logsf_df1(x, nc):
+    """log sf at 1-D points for df = 1: :func:`kernel_logsf`'s closed-form tier only.
+
+    The same values as :func:`kernel_logsf` at ``df = 1`` (the closed form serves every
+    interior point there), without compiling the other tiers.
+    """
+    bad, interior, xs, dfs, ncs = _safe_inputs(x, jnp.ones_like(x), nc)
+    lsf = jnp.minimum(df1.logsf(xs, ncs), 0.0)
+    out = jnp.where(x <= 0, 0.0, jnp.where(jnp.isposinf(x), -jnp.inf, lsf))
+    return jnp.where(bad, jnp.nan, out)
+
+
+def logcdf_df1(x, nc):
+    """log cdf at 1-D points for df = 1 by the closed form only; NaN where it is not usable.
+
+    Where the closed form serves (all but a narrow deep-tail region), the values of
+    :func:`kernel_logcdf` at ``df = 1``; elsewhere NaN, and the caller must use the
+    general kernel (which falls back to the other tiers there).
+    """
+    bad, interior, xs, dfs, ncs = _safe_inputs(x, jnp.ones_like(x), nc)
+    lcdf, usable = df1.logcdf(xs, ncs)
+    lcdf = jnp.minimum(jnp.where(usable, lcdf, jnp.nan), 0.0)
+    out = jnp.where(x <= 0, -jnp.inf, jnp.where(jnp.isposinf(x), 0.0, lcdf))
+    return jnp.where(bad, jnp.nan, out)
+
+
 @jax.jit
 def logsf_impl(x, df, nc):
     """log sf on arrays of any shape: promoted, broadcast, chunked (:func:`kernel_logsf`)."""
