@@ -22,8 +22,13 @@ def _shared_compilation_cache(tmp_path_factory):
     """
     base = tmp_path_factory.getbasetemp()
     root = base.parent if base.name.startswith("popen-gw") else base
-    jax.config.update("jax_compilation_cache_dir", str(root / "jax-cache"))
+    cache = str(root / "jax-cache")
+    jax.config.update("jax_compilation_cache_dir", cache)
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+    # The command line, run in-process by the tests, points JAX at its own cache
+    # ($GLRT_JAX_CACHE, default in the home directory): the same fresh one here, so that no
+    # test reads programs compiled by an earlier run or leaves any behind.
+    os.environ["GLRT_JAX_CACHE"] = cache
     yield
 
 

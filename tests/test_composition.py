@@ -145,7 +145,9 @@ def test_phases_merge_and_permute():
     sig, q, n = np.array([1.2, 0.9, 1.2]), np.array([0.01, 0.02, 0.01]), np.array([300, 200, 500])
     a = accountant.schedule_epsilon(sig, q, n, 1e-6, **SZ)
     b = accountant.schedule_epsilon(sig[::-1], q[::-1], n[::-1], 1e-6, **SZ)
-    c = accountant.schedule_epsilon([1.2, 0.9], [0.01, 0.02], [800, 200], 1e-6, **SZ)
+    # Merged (1.2 for 800 steps) and split (0.9 for 150 + 50): three phases, as above, so
+    # that one compiled program serves the whole test.
+    c = accountant.schedule_epsilon([1.2, 0.9, 0.9], [0.01, 0.02, 0.02], [800, 150, 50], 1e-6, **SZ)
     chex.assert_trees_all_close(a, b, rtol=1e-9)
     chex.assert_trees_all_close(a, c, rtol=1e-9)
     # Zero-step phases compose to nothing.
@@ -165,36 +167,41 @@ def test_monotone_in_steps_sigma_and_rate():
 def test_glrt_below_npo_and_decreasing_in_dimension():
     npo = accountant.schedule_epsilon(1.0, 0.01, 1000, 1e-5, **SZ)
     g1 = accountant.schedule_epsilon(1.0, 0.01, 1000, 1e-5, adversary="glrt", d=1, **SZ)
-    g10 = accountant.schedule_epsilon(1.0, 0.01, 1000, 1e-5, adversary="glrt", d=10, **SZ)
-    assert float(g10.upper) < float(g1.upper) < float(npo.lower)
-    assert float(g10.lower) <= float(g10.estimate) <= float(g10.upper)
+    # d = 3: the dimension of test_glrt_decreasing_in_sigma (the same compiled programs).
+    g3 = accountant.schedule_epsilon(1.0, 0.01, 1000, 1e-5, adversary="glrt", d=3, **SZ)
+    assert float(g3.upper) < float(g1.upper) < float(npo.lower)
+    assert float(g3.lower) <= float(g3.estimate) <= float(g3.upper)
 
 
 def test_jit_vmap_and_gradients():
-    f = jax.jit(
-        lambda s, q: accountant.schedule_epsilon(s, q, jnp.array([400, 600]), 1e-5, **SZ).upper
-    )
-    s, q = jnp.array([1.0, 1.3]), jnp.array([0.01, 0.02])
-    eager = accountant.schedule_epsilon(s, q, np.array([400, 600]), 1e-5, **SZ).upper
-    np.testing.assert_allclose(f(s, q), eager, rtol=1e-12)
-    g_s, g_q = jax.grad(f, argnums=(0, 1))(s, q)
-    assert np.all(np.isfinite(g_s)) and np.all(g_s < 0) and np.all(g_q > 0)
+    def upper(s, q, log_delta):
+        return accountant.schedule_epsilon(
+            s, q, jnp.array([400, 300, 300]), jnp.exp(log_delta), **SZ
+        ).upper
+
+    # One compiled program for every check: the bound and its reverse-mode gradient in
+    # (σ, q, log δ), vmapped over the base point, the end points of the central differences
+    # below and a smaller δ. Three phases (the last two equal), as in
+    # test_phases_merge_and_permute, whose eager programs the comparison below reuses.
+    s, q, ld = jnp.array([1.0, 1.3, 1.3]), jnp.array([0.01, 0.02, 0.02]), math.log(1e-5)
+    h, hq, hl = 1e-4, 1e-6, 0.05
+    ds, dq = jnp.array([h, 0.0, 0.0]), jnp.array([0.0, hq, 0.0])
+    batch_s = jnp.stack([s, s + ds, s - ds, s, s, s, s, s])
+    batch_q = jnp.stack([q, q, q, q + dq, q - dq, q, q, q])
+    batch_ld = ld + jnp.array([0.0, 0.0, 0.0, 0.0, 0.0, hl, -hl, math.log(0.1)])
+    f = jax.jit(jax.vmap(jax.value_and_grad(upper, argnums=(0, 1, 2))))
+    val, (g_s, g_q, g_ld) = f(batch_s, batch_q, batch_ld)
+    eager = accountant.schedule_epsilon(s, q, np.array([400, 300, 300]), 1e-5, **SZ).upper
+    np.testing.assert_allclose(val[0], eager, rtol=1e-12)
+    assert np.all(np.isfinite(g_s[0])) and np.all(g_s[0] < 0) and np.all(g_q[0] > 0)
     # Against central differences of the same function (implicit-function derivative of
     # the certified upper bound; the grids, held fixed by the derivative, move with σ in
     # the differences: they agree to the grids' smoothness).
-    h = 1e-4
-    fd_s = (f(s.at[0].add(h), q) - f(s.at[0].add(-h), q)) / (2 * h)
-    fd_q = (f(s, q.at[1].add(h * 0.01)) - f(s, q.at[1].add(-h * 0.01))) / (2 * h * 0.01)
-    np.testing.assert_allclose(g_s[0], fd_s, rtol=1e-2)
-    np.testing.assert_allclose(g_q[1], fd_q, rtol=1e-2)
-    vm = jax.vmap(lambda d: accountant.schedule_epsilon(1.0, 0.01, 1000, d, **SZ).upper)
-    out = vm(jnp.array([1e-6, 1e-5]))
-    assert out[0] > out[1]
+    np.testing.assert_allclose(g_s[0][0], (val[1] - val[2]) / (2 * h), rtol=1e-2)
+    np.testing.assert_allclose(g_q[0][1], (val[3] - val[4]) / (2 * hq), rtol=1e-2)
+    assert val[7] > val[0]  # a smaller δ, a larger ε
     # dε/dδ: the implicit derivative includes the level δ itself.
-    fl = jax.jit(lambda ld: accountant.schedule_epsilon(1.0, 0.01, 1000, jnp.exp(ld), **SZ).upper)
-    ld, hl = math.log(1e-5), 0.05
-    fd_d = (fl(ld + hl) - fl(ld - hl)) / (2 * hl)
-    np.testing.assert_allclose(jax.grad(fl)(ld), fd_d, rtol=1e-2)
+    np.testing.assert_allclose(g_ld[0], (val[5] - val[6]) / (2 * hl), rtol=1e-2)
 
 
 @pytest.mark.parametrize(

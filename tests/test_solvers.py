@@ -56,6 +56,27 @@ def test_jump_returns_safe_end():
     assert 1.0 <= float(r.x) <= 1.0 + 1e-12
 
 
+@pytest.mark.parametrize("c", [2.0, 100.0, -1.0])
+def test_eager_iteration_is_the_compiled_one(c):
+    # eager=True drives the same iteration from the host: the residual gets concrete
+    # arrays (here plain Python arithmetic on them, with its own slope) and is never traced.
+    seen = []
+
+    def host(x, theta):
+        v = float(x)  # fails on a tracer
+        seen.append(v)
+        return solvers.Residual(jnp.asarray(c - v**3), jnp.asarray(-3.0 * v * v))
+
+    r = solvers.find_root(host, (), 0.0, 4.0, 1.0, ftol=1e-12, residual=True, eager=True)
+    traced = solvers.find_root(_cube, c, 0.0, 4.0, 1.0, ftol=1e-12)
+    assert int(r.status) == int(traced.status) and int(r.iterations) == len(seen)
+    if c == 2.0:  # the cube root, on the safe side (c − x³ ≤ 0) within the tolerance
+        assert int(r.status) == solvers.OK
+        assert 0.0 <= float(r.x) - 2.0 ** (1 / 3) <= 1e-12
+    else:
+        assert int(r.status) in (solvers.NO_SAFE, solvers.ROOT_BELOW) and np.isnan(float(r.x))
+
+
 @pytest.mark.parametrize(
     "c, status",
     [(100.0, solvers.NO_SAFE), (-1.0, solvers.ROOT_BELOW), (jnp.nan, solvers.NOT_FINITE)],

@@ -92,7 +92,10 @@ def _is_closed(sampling_rate, adversary, threat_model, neighbouring):
                 f"sampling_rate must be 1, got {sampling_rate!r}; use threat_model='per_round'"
             )
         if neighbouring != "add_remove":
-            raise ValueError("threat_model='shared' supports neighbouring='add_remove' only")
+            raise ValueError(
+                "threat_model='shared' supports neighbouring='add_remove' only; "
+                f"got neighbouring={neighbouring!r}"
+            )
         return True
     return (
         adversary == "npo"
@@ -282,9 +285,10 @@ def for_delta(
     Args:
       target_delta: δ* in (0, 1).
       epsilon: ε ≥ 0.
-      steps, sampling_rate, d, adversary, threat_model, neighbouring, sigma_bounds,
-        rtol, tol, points, nodes, max_iter: as in :func:`noise_multiplier` (``rtol`` is
-        the gap in ``log δ``).
+      steps, sampling_rate, d, adversary, threat_model, neighbouring: as in
+        :func:`noise_multiplier`.
+      sigma_bounds, rtol, tol, points, nodes, max_iter: as in :func:`noise_multiplier`
+        (``rtol`` is the gap in ``log δ``).
 
     Returns:
       σ; differentiable in ``target_delta``, ``epsilon`` and ``sampling_rate``.

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Callable
 from functools import partial
 
@@ -63,26 +62,23 @@ def run(args: argparse.Namespace, setup: Callable[[], None] | None = None) -> in
         float64).
 
     Returns:
-      0 on success, 2 on invalid input or an unreachable target (message on stderr).
+      0 on success; invalid input or an unreachable target raises ``ValueError``
+      (:func:`glrt_jax.cli.main` prints it on one line, exit status 2).
     """
     if setup is not None:
         setup()
     from glrt_jax import calibrate
 
-    try:
-        res = calibrate.calibrate(
-            args.epsilon,
-            args.delta,
-            args.steps,
-            args.sampling_rate,
-            args.d,
-            threat_model=args.threat_model,
-            neighbouring=args.neighbouring,
-            tol=args.tol,
-        )
-    except ValueError as exc:
-        print(f"glrt-jax calibrate: {exc}", file=sys.stderr)
-        return 2
+    res = calibrate.calibrate(
+        args.epsilon,
+        args.delta,
+        args.steps,
+        args.sampling_rate,
+        args.d,
+        threat_model=args.threat_model,
+        neighbouring=args.neighbouring,
+        tol=args.tol,
+    )
     print(
         f"target epsilon={res.target_epsilon:g} at delta={res.delta:g}; steps={res.steps}, "
         f"sampling_rate={res.sampling_rate:g}, d={res.d}, threat_model={res.threat_model}, "

@@ -11,12 +11,12 @@ Solver
 ------
 With ``u = log σ`` (``u = −log q`` for the sampling rate) the residual
 ``g(u) = ε(e^u) − ε*(1 − rtol/2)`` is decreasing; :func:`glrt_jax._src.solvers.find_root`
-(bracketed, safeguarded Newton with forward-mode slopes) returns the smallest ``u``
-found with ``g ≤ 0`` once ``g ≥ −rtol·ε*/4``. The engine's certified bound can jump by
-up to about its ``tol`` where its internal choices (tilt, window) change with σ; a root
-at such a jump ends with a bracket narrower than 1e-12 in ``u`` and the safe end
-returned (then the gap to the target is the jump, at most about ``tol·ε*``). This is a
-one-dimensional root, so no optimiser library is involved.
+(bracketed, safeguarded Newton; forward-mode slopes under jit, secants eagerly)
+returns the smallest ``u`` found with ``g ≤ 0`` once ``g ≥ −rtol·ε*/4``. The engine's
+certified bound can jump by up to about its ``tol`` where its internal choices (tilt,
+window) change with σ; a root at such a jump ends with a bracket narrower than 1e-12 in
+``u`` and the safe end returned (then the gap to the target is the jump, at most about
+``tol·ε*``). This is a one-dimensional root, so no optimiser library is involved.
 
 Derivatives of the returned σ do not flow through the loop: the solver's ``custom_jvp``
 applies the implicit function theorem to ``g(u, θ) = 0``,
@@ -27,10 +27,17 @@ jit and vmap
 Everything is jittable and vmappable. Eagerly, the engine's sizes (per-round points and
 frequency nodes) are chosen for ``tol`` at the solution (re-solved if the solution asks
 for other sizes than the guess did) and the search interval is widened until it holds
-the root. Under jit the sizes are :data:`glrt_jax.accountant.JIT_SIZES` unless
-``points``/``nodes`` are given, the interval is ``sigma_bounds`` (default: a factor 55
-either side of a CLT guess), and failures (no σ in the interval, non-convergence,
-invalid input) give NaN instead of an error.
+the root. The eager search is the same iteration driven from the host
+(``find_root(..., eager=True)``): each ``g(u)`` is one call of the library's eager
+programs (:func:`glrt_jax.profile.epsilon` and ``log_delta`` for the closed forms, the
+composition engine's stages at fixed sizes), which are compiled once per size class and
+shared with every other eager query, and the Newton slope is a secant (the bracket and
+the stopping rule use values only). Only traced inputs (``jit``, ``vmap``, autodiff)
+compile the solve as one program. Under jit the sizes are
+:data:`glrt_jax.accountant.JIT_SIZES` unless ``points``/``nodes`` are given, the
+interval is ``sigma_bounds`` (default: a factor 55 either side of a CLT guess), and
+failures (no σ in the interval, non-convergence, invalid input) give NaN instead of an
+error.
 """
 
 from __future__ import annotations
@@ -97,8 +104,8 @@ def _residual(problem: Problem, u, theta):
             J=problem.nodes,
         )
         phases = ((1.0 / sigma)[None], q[None], steps.astype(jnp.int64)[None])
+    aim = _aim(problem, target, rtol)
     if problem.quantity == "sigma_for_delta":
-        aim = jnp.log(target) - 0.5 * rtol
         if problem.closed:
             if problem.adversary == "npo":
                 val = profile.npo_log_delta_kernel(other, mu)
@@ -108,7 +115,6 @@ def _residual(problem: Problem, u, theta):
             bounds, _ = composition.compose_query(*phases, other, tol, query="delta", **kw)
             val = jnp.log(bounds.upper)
         return val - aim
-    aim = target * (1.0 - 0.5 * rtol)
     if problem.closed:
         log_delta = jnp.log(other)
         if problem.adversary == "npo":
@@ -118,6 +124,100 @@ def _residual(problem: Problem, u, theta):
     else:
         val = composition.compose_query(*phases, other, tol, query="epsilon", **kw)[0].upper
     return val - aim
+
+
+def _aim(problem, target, rtol):
+    """The value the residual's quantity aims at: ε*(1 − rtol/2), or log δ* − rtol/2."""
+    if problem.quantity == "sigma_for_delta":
+        return jnp.log(target) - 0.5 * rtol
+    return target * (1.0 - 0.5 * rtol)
+
+
+def _eager_value(problem, u, theta):
+    """g(u) for concrete θ, through the library's eager (compiled once, shared) programs.
+
+    The same quantity as :func:`_residual`: the closed forms by :func:`profile.epsilon` /
+    :func:`profile.log_delta`, the engine's certified bound by one query at the problem's
+    sizes (no re-plans) through :func:`composition.schedule_epsilon` / ``schedule_delta``,
+    whose stages are compiled once per size class and shared with every other eager query.
+    """
+    target, other, knob, steps, d, tol, rtol = (float(v) for v in theta)
+    sigma, q = (knob, math.exp(-u)) if problem.quantity == "q_for_epsilon" else (math.exp(u), knob)
+    for_delta = problem.quantity == "sigma_for_delta"
+    if problem.closed:
+        mu = math.sqrt(steps) / sigma
+        if for_delta:
+            val = profile.log_delta(other, mu, int(d), adversary=problem.adversary)
+        else:
+            val = profile.epsilon(other, mu, int(d), adversary=problem.adversary)
+    else:
+        query = composition.schedule_delta if for_delta else composition.schedule_epsilon
+        upper = query(
+            sigma,
+            q,
+            int(steps),
+            other,
+            d=problem.d,
+            adversary=problem.adversary,
+            neighbouring=problem.neighbouring,
+            tol=tol,
+            points=problem.points,
+            nodes=problem.nodes,
+        ).upper
+        val = jnp.log(upper) if for_delta else upper
+    return float(val - _aim(problem, f64(target), f64(rtol)))
+
+
+# Secant slopes come from points at least this far apart in u (the certified bound may
+# jump by about tol·ε between nearby points; over this distance a jump changes the slope
+# by a few per cent at most), and the first slope from a forward difference this long.
+_SECANT_MIN = 0.01
+_FIRST_DIFF = 0.02
+
+
+class _HostResidual:
+    """g(u) of concrete θ, evaluated eagerly, with a secant slope for the solver.
+
+    Nothing of the residual is traced into the solver's loop (:func:`_eager_value`).
+    The slope only steers the safeguarded Newton step (the bracket and the stopping rule
+    use values alone): the secant to the nearest earlier point at least
+    :data:`_SECANT_MIN` away, else a forward difference.
+    """
+
+    def __init__(self, problem, theta):
+        self.problem, self.theta, self.seen = problem, theta, []
+
+    def value(self, u):
+        g = _eager_value(self.problem, u, self.theta)
+        if math.isfinite(g):
+            self.seen.append((u, g))
+        return g
+
+    def __call__(self, x, theta):
+        u = float(x)
+        g = self.value(u)
+        far = [(abs(v - u), v, h) for v, h in self.seen if abs(v - u) >= _SECANT_MIN]
+        if far:
+            _, v, h = min(far)
+        else:
+            v = u + _FIRST_DIFF
+            h = self.value(v)
+        return solvers.Residual(f64(g), f64((h - g) / (v - u)))
+
+
+def _solve_eager(problem, theta, lower, upper, u0):
+    """:func:`_solve_jit`'s search for concrete θ, driven from the host."""
+    return solvers.find_root(
+        _HostResidual(problem, theta),
+        (),
+        f64(lower),
+        f64(upper),
+        f64(u0),
+        ftol=_ftol(problem, theta),
+        max_iter=problem.max_iter,
+        residual=True,
+        eager=True,
+    )
 
 
 def make_theta(target, other, knob, steps, d, tol, rtol):
@@ -204,7 +304,7 @@ def _eager(problem, theta, bounds, guess, tol, auto_sizes):
         b, j = _sizes_at(problem, theta, u0, tol)
         problem = problem._replace(points=b, nodes=j)
     for _ in range(_MAX_MOVES):
-        root = _solve_jit(problem, theta, f64(lower), f64(upper), f64(u0))
+        root = _solve_eager(problem, theta, lower, upper, u0)
         status = int(root.status)
         if status == solvers.ROOT_BELOW and not fixed and lower > floor:
             lower, upper, u0 = max(lower - 2 * _HALF_WIDTH, floor), lower + 0.1, lower

@@ -171,7 +171,7 @@ def _materialize(tree, token):
 
 
 def _iterate(fun, theta, lower, upper, x0, ftol, xtol, xrtol, increasing, opts):
-    side, residual, max_iter, max_step, direction = opts
+    side, residual, max_iter, max_step, direction, eager = opts
     if direction is not None:  # one static direction for the whole batch
         increasing = direction
     safe_side = side == "safe"
@@ -333,7 +333,16 @@ def _iterate(fun, theta, lower, upper, x0, ftol, xtol, xrtol, increasing, opts):
         false,
         jnp.zeros(shape, jnp.int32),
     )
-    st = lax.while_loop(lambda s: jnp.any(~s.done) & (s.it < max_iter), body, init)
+
+    def more(s):
+        return jnp.any(~s.done) & (s.it < max_iter)
+
+    if eager:  # the same iteration, driven from the host (fun is an eager program)
+        st = init
+        while bool(more(st)):
+            st = body(st)
+    else:
+        st = lax.while_loop(more, body, init)
     return orient(st.x), _sign_flip(st.status, flip), st.evals
 
 
@@ -395,6 +404,7 @@ def find_root(
     residual: bool = False,
     max_iter: int = 100,
     max_step: float = 2.0,
+    eager: bool = False,
 ) -> Root:
     """Root of a monotone residual ``g(x, θ)`` in ``[lower, upper]``, elementwise.
 
@@ -419,6 +429,9 @@ def find_root(
       increasing: True (or a bool array) where ``g`` increases in ``x``.
       residual: ``fun`` returns a :class:`Residual` (own slope, noise, step); static.
       max_iter: most evaluations of ``g`` (static); max_step: largest step in ``x`` (static).
+      eager: iterate on the host, calling ``fun`` with concrete arrays (for a residual
+        that is itself a sequence of compiled programs: nothing of ``fun`` is traced
+        or compiled into the loop). ``θ`` must be concrete; no derivatives.
 
     Returns:
       :class:`Root` of the broadcast shape. ``x`` is NaN unless ``status == OK``.
@@ -444,7 +457,7 @@ def find_root(
         direction, increasing = bool(increasing), jnp.zeros((), bool)
     else:
         direction, increasing = None, jnp.asarray(increasing, bool)
-    opts = (side, bool(residual), int(max_iter), float(max_step), direction)
+    opts = (side, bool(residual), int(max_iter), float(max_step), direction, bool(eager))
     x, status, evals = _solve(fun, theta, lower, upper, x0, ftol, xtol, xrtol, increasing, opts)
     return Root(x, status, evals)
 
