@@ -4,7 +4,9 @@
 of two threat models (``threat_model="per_round"``: independent, possibly subsampled
 rounds, numeric composition with certified bounds; ``"shared"``: Theorem 2's shared
 direction, closed form) and answers with a :class:`PrivacyReport` for both adversaries.
-:func:`epsilon` and :func:`delta` are one-call shortcuts; :func:`schedule_epsilon` and
+:func:`epsilon`, :func:`delta`, :func:`tpr` and :func:`advantage` are one-call shortcuts
+(the last two: what an attacker can do, true-positive rate at a false-positive rate and
+maximal advantage, for the composed mechanism); :func:`schedule_epsilon` and
 :func:`schedule_delta` are the jittable, differentiable per-round engine for one
 adversary, taking arrays of phases.
 """
@@ -15,11 +17,13 @@ from glrt_jax._src.accountant import (
     Accountant,
     Phase,
     PrivacyReport,
+    advantage,
     delta,
     epsilon,
     mu,
     schedule_delta,
     schedule_epsilon,
+    tpr,
 )
 from glrt_jax._src.composition import JIT_SIZES, NODES, POINTS, Bounds
 
@@ -33,9 +37,11 @@ __all__ = [
     "Bounds",
     "Phase",
     "PrivacyReport",
+    "advantage",
     "delta",
     "epsilon",
     "mu",
     "schedule_delta",
     "schedule_epsilon",
+    "tpr",
 ]

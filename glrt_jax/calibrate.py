@@ -8,6 +8,7 @@ from glrt_jax._src.calibrate import (
     max_steps,
     noise_multiplier,
 )
+from glrt_jax._src.risk import noise_multiplier_for_advantage, noise_multiplier_for_tpr
 
 __all__ = [
     "Calibration",
@@ -16,4 +17,6 @@ __all__ = [
     "max_sampling_rate",
     "max_steps",
     "noise_multiplier",
+    "noise_multiplier_for_advantage",
+    "noise_multiplier_for_tpr",
 ]

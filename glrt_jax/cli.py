@@ -5,14 +5,20 @@ from __future__ import annotations
 import argparse
 import sys
 
+# False-positive rates of the attack-risk rows when --fpr is given without values.
+DEFAULT_FPR = (1e-3, 1e-2, 1e-1)
 _NCX2_FUNCS = ("cdf", "sf", "pdf", "logcdf", "logsf", "logpdf", "ppf", "isf", "logppf", "logisf")
 
 
 def _setup_cache():
     """Compilation cache of the command line (float64 comes from :func:`main`'s context).
 
-    Commands run inside ``jax.enable_x64(True)`` (thread-local, set by :func:`main`), so
-    the process-wide ``jax_enable_x64`` flag is never flipped, not even by the CLI.
+    Compiled programs are kept in ``$GLRT_JAX_CACHE`` (default ``~/.cache/glrt-jax``; an
+    empty value turns the cache off), so a second process loads them instead of compiling
+    them again. Every program is kept, however fast it compiled (a load is faster still).
+    Commands run inside
+    ``jax.enable_x64(True)`` (thread-local, set by :func:`main`), so the process-wide
+    ``jax_enable_x64`` flag is never flipped, not even by the CLI.
     """
     import os
 
@@ -21,8 +27,9 @@ def _setup_cache():
     cache = os.environ.get(
         "GLRT_JAX_CACHE", os.path.join(os.path.expanduser("~"), ".cache", "glrt-jax")
     )
-    jax.config.update("jax_compilation_cache_dir", cache)
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+    if cache:
+        jax.config.update("jax_compilation_cache_dir", cache)
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
 
 
 def _cmd_ncx2(args) -> int:
@@ -43,18 +50,11 @@ def _cmd_report(args) -> int:
     _setup_cache()
     from glrt_jax import accountant
 
-    try:
-        kw = dict(
-            d=args.d, threat_model=args.threat_model, neighbouring=args.neighbouring, tol=args.tol
-        )
-        phase = (args.noise_multiplier, args.sampling_rate, args.steps)
-        if args.epsilon is not None:
-            rep = accountant.delta(args.epsilon, *phase, **kw)
-        else:
-            rep = accountant.epsilon(args.delta, *phase, **kw)
-    except ValueError as exc:
-        print(f"glrt-jax report: {exc}", file=sys.stderr)
-        return 2
+    acc = accountant.Accountant(
+        args.d, threat_model=args.threat_model, neighbouring=args.neighbouring, tol=args.tol
+    )
+    acc.compose(accountant.Phase(args.noise_multiplier, args.sampling_rate, args.steps))
+    rep = acc.delta(args.epsilon) if args.epsilon is not None else acc.epsilon(args.delta)
     print(
         f"Gaussian mechanism: noise_multiplier={args.noise_multiplier:g}, "
         f"sampling_rate={args.sampling_rate:g}, steps={args.steps}, d={args.d}"
@@ -62,20 +62,21 @@ def _cmd_report(args) -> int:
     )
     print(rep.describe() + "\n")
     print(rep.table())
+    if args.fpr is not None:
+        fpr = args.fpr or list(DEFAULT_FPR)
+        print("\nattack risk: true-positive rate at a false-positive rate, and the advantage")
+        print(acc.tpr(fpr).table())
+        print("\n" + acc.advantage().table())
     if args.plot:
         if rep.mu is None:
-            print(
-                "\n--plot draws the closed-form curves of --threat-model shared; ignored here",
-                file=sys.stderr,
-            )
+            from glrt_jax._src import risk
+
+            risk.roc_figure(acc.roc(), path=args.plot)
         else:
-            try:
-                from glrt_jax import plotting
-            except ImportError as exc:
-                print(f"glrt-jax report: {exc}", file=sys.stderr)
-                return 2
+            from glrt_jax import plotting
+
             plotting.roc_figure(rep.mu, args.d, path=args.plot)
-            print(f"\nROC curves written to {args.plot}")
+        print(f"\nROC curves written to {args.plot}")
     return 0
 
 
@@ -83,7 +84,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="glrt-jax",
         description="Differential-privacy accounting of the Gaussian mechanism (NPO and GLRT).",
+        epilog="Compiled programs are cached in $GLRT_JAX_CACHE (default ~/.cache/glrt-jax; "
+        "empty: no cache), so later runs skip most of the compilation.",
     )
+    parser.add_argument("--debug", action="store_true", help="show the full traceback of an error")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("ncx2", help="non-central chi-squared functions, full precision")
     p.add_argument("function", choices=_NCX2_FUNCS)
@@ -132,7 +136,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="relative accuracy of the certified bounds (per_round; default 1e-3)",
     )
     r.add_argument(
-        "--plot", metavar="FILE.png", help="write the ROC curves (NPO, R, R', R_s); shared only"
+        "--fpr",
+        type=float,
+        nargs="*",
+        default=None,
+        metavar="FPR",
+        help="also report the attack risk: the true-positive rate at these false-positive "
+        "rates in (0, 1) (--fpr alone: 1e-3 1e-2 1e-1) and the advantage, NPO and GLRT",
+    )
+    r.add_argument(
+        "--plot",
+        metavar="FILE.png",
+        help="write the composed ROC curves of NPO and GLRT (shared: also R and R')",
     )
     r.set_defaults(func=_cmd_report)
 
@@ -143,13 +158,39 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run the command line; returns the exit status.
+
+    A bad value (``ValueError``), a missing optional dependency (``ImportError``) or a file
+    that cannot be written (``OSError``) is printed on one line, ``glrt-jax <command>:
+    error: ...``, with exit status 2; anything else as an internal error with status 1.
+    ``--debug`` shows the traceback instead.
+    """
     parser = build_parser()
     args = parser.parse_args(argv)
     import jax
 
-    with jax.enable_x64(True):  # the command line computes in float64
-        return args.func(args)
+    try:
+        with jax.enable_x64(True):  # the command line computes in float64
+            return args.func(args)
+    except (ValueError, ImportError, OSError) as exc:
+        if args.debug:
+            raise
+        print(f"glrt-jax {args.command}: error: {_one_line(exc)}", file=sys.stderr)
+        return 2
+    except Exception as exc:
+        if args.debug:
+            raise
+        print(
+            f"glrt-jax {args.command}: internal error ({type(exc).__name__}): "
+            f"{_one_line(exc)} (run again with --debug for the traceback)",
+            file=sys.stderr,
+        )
+        return 1
 
 
 if __name__ == "__main__":

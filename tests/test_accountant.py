@@ -134,6 +134,25 @@ def test_report_cli(capsys):
     assert code == 2 and "sampling_rate must be 1" in capsys.readouterr().err
 
 
+def test_cli_errors_one_line_and_debug(capsys):
+    # A bad value: one line naming the argument, the value and the valid range, status 2.
+    argv = "report --noise-multiplier 1 --sampling-rate 0.5 0.5 --delta 1e-5".split()
+    with pytest.raises(SystemExit):  # argparse's own usage error (one value per flag)
+        cli.main(argv)
+    capsys.readouterr()
+    code = cli.main("report --noise-multiplier -0.5 --delta 1e-5".split())
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1
+    assert err.startswith("glrt-jax report: error: noise_multiplier must be in (0, inf)")
+    assert "-0.5" in err and "Traceback" not in err
+    code = cli.main("report --noise-multiplier 1 --delta 2".split())
+    err = capsys.readouterr().err
+    assert code == 2 and "delta must be in (0, 1); got 2.0" in err
+    # --debug shows the exception itself.
+    with pytest.raises(ValueError, match=r"noise_multiplier must be in \(0, inf\)"):
+        cli.main("--debug report --noise-multiplier -0.5 --delta 1e-5".split())
+
+
 @pytest.mark.parametrize(
     "call, name",
     [

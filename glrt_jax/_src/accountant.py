@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from glrt_jax._src import composition, profile
+from glrt_jax._src import composition, profile, risk
 from glrt_jax._src.composition import Bounds
 from glrt_jax._src.validation import NEIGHBOURINGS, THREAT_MODELS, check_choice, check_range
 
@@ -105,11 +105,14 @@ class PrivacyReport:
     """NPO and GLRT guarantees side by side, with certified bounds.
 
     Attributes:
-      quantity: ``"epsilon"`` (``npo``/``glrt`` bound ε at ``delta``) or ``"delta"``
-        (they bound δ at ``epsilon``).
-      epsilon, delta: the fixed coordinate (the other is ``None``).
-      npo, glrt: :class:`Bounds` ``(lower, estimate, upper)`` as floats; the true value
-        lies in ``[lower, upper]`` and ``upper`` is the guarantee to report. Closed forms
+      quantity: ``"epsilon"`` (``npo``/``glrt`` bound ε at ``delta``), ``"delta"``
+        (they bound δ at ``epsilon``), ``"tpr"`` (they bound the attack's true-positive
+        rate at false-positive rate ``fpr``; the ROC curve when ``fpr`` is an array) or
+        ``"advantage"`` (they bound the maximal ``tpr − fpr``).
+      epsilon, delta: the fixed coordinate (``None`` when not fixed).
+      npo, glrt: :class:`Bounds` ``(lower, estimate, upper)`` as floats (NumPy arrays
+        for an array of ``fpr``); the true value lies in ``[lower, upper]`` and ``upper``
+        is the guarantee to report (the attacker's best case). Closed forms
         (``threat_model="shared"``) give ``lower = estimate = upper``.
       d: query dimension seen by the GLRT adversary.
       steps: total number of rounds composed.
@@ -117,6 +120,8 @@ class PrivacyReport:
       threat_model: ``"per_round"`` or ``"shared"`` (see :data:`THREAT_MODELS`).
       neighbouring: ``"add_remove"`` or ``"replace_one"``.
       mu: ``√λ`` of the shared-direction composition; ``None`` per round.
+      fpr: the false-positive rate(s) of a ``"tpr"`` answer (a float or a NumPy array);
+        ``None`` otherwise.
     """
 
     quantity: str
@@ -130,17 +135,30 @@ class PrivacyReport:
     threat_model: str
     neighbouring: str
     mu: float | None = None
+    fpr: Any = None
 
     def table(self) -> str:
-        """Markdown table of both adversaries (report the upper bound)."""
+        """Markdown table of both adversaries (report the upper bound).
+
+        One row per adversary (per adversary and ``fpr`` for a ROC curve).
+        """
         q = self.quantity
-        fixed = f"delta = {self.delta:g}" if q == "epsilon" else f"epsilon = {self.epsilon:g}"
         rows = [
             f"| adversary | {q} (upper bound) | lower bound | estimate | at |",
             "|---|---|---|---|---|",
         ]
         for name, b in (("NPO (Gaussian DP)", self.npo), (f"GLRT (d = {self.d})", self.glrt)):
-            rows.append(f"| {name} | {b.upper:.6g} | {b.lower:.6g} | {b.estimate:.6g} | {fixed} |")
+            lower, est, upper = (np.atleast_1d(np.asarray(v, dtype=float)) for v in b)
+            if q == "tpr":
+                at = [f"fpr = {a:g}" for a in np.atleast_1d(self.fpr)]
+            elif q == "advantage":
+                at = ["max over fpr"]
+            else:
+                at = [
+                    f"delta = {self.delta:g}" if q == "epsilon" else f"epsilon = {self.epsilon:g}"
+                ]
+            for lo, es, up, where in zip(lower, est, upper, at, strict=True):
+                rows.append(f"| {name} | {up:.6g} | {lo:.6g} | {es:.6g} | {where} |")
         return "\n".join(rows)
 
     def describe(self) -> str:
@@ -153,16 +171,25 @@ class PrivacyReport:
     def to_dict(self) -> dict:
         """Plain-dict export (floats, ints, strings and ``None``: JSON-serialisable)."""
         out = dataclasses.asdict(self)
-        out["npo"] = dict(zip(Bounds._fields, (float(v) for v in self.npo), strict=True))
-        out["glrt"] = dict(zip(Bounds._fields, (float(v) for v in self.glrt), strict=True))
+        for name in ("npo", "glrt"):
+            out[name] = dict(zip(Bounds._fields, map(_plain, getattr(self, name)), strict=True))
+        out["fpr"] = None if self.fpr is None else _plain(self.fpr)
         return out
+
+
+def _plain(v):
+    """A float, or a list of floats for an array."""
+    a = np.asarray(v, dtype=float)
+    return float(a) if a.ndim == 0 else a.tolist()
 
 
 class Accountant:
     """Accountant for phases of the (subsampled) Gaussian mechanism, NPO and GLRT.
 
     :meth:`compose` records phases; :meth:`epsilon` and :meth:`delta` answer for both
-    adversaries with certified bounds (:class:`PrivacyReport`). Accepts :class:`Phase`
+    adversaries with certified bounds (:class:`PrivacyReport`), and so do the attack-risk
+    answers :meth:`tpr` (true-positive rate at a false-positive rate), :meth:`roc` (the
+    whole curve) and :meth:`advantage` (the maximal ``tpr − fpr``). Accepts :class:`Phase`
     and, when the optional ``dp-accounting`` package is installed, its ``DpEvent``
     objects (Gaussian, Poisson-sampled Gaussian, self-composed, composed, no-op).
 
@@ -212,6 +239,7 @@ class Accountant:
         self.neighbouring = neighbouring
         self.tol = float(tol)
         self._phases: list[Phase] = []
+        self._profiles: dict = {}
 
     @property
     def phases(self) -> tuple[Phase, ...]:
@@ -247,12 +275,13 @@ class Accountant:
         n = np.array([int(p.steps) for p in self._phases], dtype=np.int64)
         return sig, q, n
 
-    def _report(self, quantity, value, npo, glrt, mu=None):
+    def _report(self, quantity, value, npo, glrt, mu=None, fpr=None):
         _, _, n = self._arrays()
         return PrivacyReport(
             quantity=quantity,
             epsilon=value if quantity == "delta" else None,
             delta=value if quantity == "epsilon" else None,
+            fpr=fpr,
             npo=npo,
             glrt=glrt,
             d=self.d,
@@ -301,6 +330,124 @@ class Accountant:
         """Bounds on δ at ``epsilon`` ≥ 0 for NPO and GLRT."""
         check_range("epsilon", epsilon, lo=0.0)
         return self._answer("delta", float(epsilon))
+
+    def _profile(self, adversary: str) -> risk.Profile:
+        """The per-round engine's privacy profile, sampled once per composed schedule."""
+        key = (adversary, tuple(self._phases))
+        if key not in self._profiles:
+            sig, q, n = self._arrays()
+            self._profiles[key] = risk.engine_profile(
+                sig,
+                q,
+                n,
+                d=self.d,
+                adversary=adversary,
+                neighbouring=self.neighbouring,
+                tol=self.tol,
+            )
+        return self._profiles[key]
+
+    def _mu(self) -> float:
+        sig, _, n = self._arrays()
+        return math.sqrt(float(np.sum(n / sig**2)))
+
+    def tpr(self, fpr) -> PrivacyReport:
+        """Bounds on the attack's true-positive rate at false-positive rate ``fpr``.
+
+        The trade-off of the composed mechanism for NPO and GLRT: no membership test, in
+        either direction of the neighbouring relation, has a higher true-positive rate
+        at false-positive rate ``fpr`` than ``upper`` (the guarantee to report). Per
+        round it is ``inf_ε [δ(ε) + e^ε fpr]`` over the certified profile (the
+        symmetrised curve ``R_s``); see :mod:`glrt_jax._src.risk` for the bounds.
+
+        Args:
+          fpr: false-positive rate(s) in (0, 1): a scalar, or a 1-D array (the ROC
+            curve; the bounds are then NumPy arrays).
+
+        Returns:
+          A :class:`PrivacyReport` with ``quantity="tpr"`` and ``fpr`` set.
+
+        Example:
+          >>> import jax
+          >>> jax.config.update("jax_enable_x64", True)
+          >>> from glrt_jax import accountant
+          >>> acc = accountant.Accountant(d=1, threat_model="shared")
+          >>> r = acc.compose(accountant.Phase(2.0, steps=4)).tpr(0.01)
+          >>> f"{r.npo.upper:.4f}"  # Φ(Φ⁻¹(0.01) + 1): μ = √4 / 2 = 1
+          '0.0924'
+          >>> r.glrt.upper < r.npo.upper
+          True
+        """
+        a = risk.check_fpr(fpr)
+        if self.threat_model == "shared":
+            m = self._mu()
+            vals = [risk.closed_tpr(a, m, self.d, adv) for adv in ("npo", "glrt")]
+            npo, glrt = (Bounds(*([_scalar_or_array(v)] * 3)) for v in vals)
+            return self._report("tpr", None, npo, glrt, m, fpr=_scalar_or_array(a))
+        out = {}
+        for adversary in ("npo", "glrt"):
+            prof = self._profile(adversary)
+            rows = [
+                risk.tpr(prof, float(x), rtol=max(risk.RTOL, 2.0 * self.tol)) for x in a.ravel()
+            ]
+            out[adversary] = Bounds(
+                *(_scalar_or_array(np.reshape([r[i] for r in rows], a.shape)) for i in range(3))
+            )
+        return self._report("tpr", None, out["npo"], out["glrt"], fpr=_scalar_or_array(a))
+
+    def roc(self, fpr=None) -> PrivacyReport:
+        """The composed ROC curves: :meth:`tpr` on an array of false-positive rates.
+
+        Args:
+          fpr: 1-D array of rates in (0, 1); ``None`` for a grid from 1e-6 to 0.99
+            (log-spaced below 0.1, linear above).
+
+        Example:
+          >>> import jax
+          >>> jax.config.update("jax_enable_x64", True)
+          >>> from glrt_jax import accountant
+          >>> acc = accountant.Accountant(threat_model="shared")
+          >>> r = acc.compose(accountant.Phase(1.0)).roc([0.1, 0.5])
+          >>> r.npo.upper.round(4).tolist()
+          [0.3891, 0.8413]
+        """
+        a = risk.default_fpr() if fpr is None else np.atleast_1d(np.asarray(fpr, float))
+        return self.tpr(a)
+
+    def advantage(self) -> PrivacyReport:
+        """Bounds on the attack's maximal advantage ``max_fpr (tpr − fpr)``.
+
+        It equals δ(0), the total-variation distance of the composed mechanism's output
+        distributions on neighbouring data sets (the same in both directions);
+        ``threat_model="shared"``: ``2Φ(μ/2) − 1`` for NPO.
+
+        Returns:
+          A :class:`PrivacyReport` with ``quantity="advantage"``.
+
+        Example:
+          >>> import jax
+          >>> jax.config.update("jax_enable_x64", True)
+          >>> from glrt_jax import accountant
+          >>> acc = accountant.Accountant(threat_model="shared")
+          >>> r = acc.compose(accountant.Phase(1.0)).advantage()
+          >>> f"{r.npo.upper:.4f}"  # 2Φ(1/2) − 1
+          '0.3829'
+        """
+        if self.threat_model == "shared":
+            m = self._mu()
+            vals = [risk.closed_advantage(m, self.d, adv) for adv in ("npo", "glrt")]
+            npo, glrt = (Bounds(*([float(v)] * 3)) for v in vals)
+            return self._report("advantage", None, npo, glrt, m)
+        out = {}
+        for adversary in ("npo", "glrt"):
+            b = risk.advantage(self._profile(adversary), rtol=max(risk.RTOL, 2.0 * self.tol))
+            out[adversary] = Bounds(*(float(v) for v in b))
+        return self._report("advantage", None, out["npo"], out["glrt"])
+
+
+def _scalar_or_array(v):
+    a = np.asarray(v, dtype=float)
+    return float(a) if a.ndim == 0 else a
 
 
 def _accountant(noise_multiplier, sampling_rate, steps, d, threat_model, neighbouring, tol):
@@ -385,6 +532,57 @@ def delta(
     """
     acc = _accountant(noise_multiplier, sampling_rate, steps, d, threat_model, neighbouring, tol)
     return acc.delta(epsilon)
+
+
+def tpr(
+    fpr,
+    noise_multiplier,
+    sampling_rate=1.0,
+    steps=1,
+    *,
+    d: int = 1,
+    threat_model: str = "per_round",
+    neighbouring: str = "add_remove",
+    tol: float = 1e-3,
+) -> PrivacyReport:
+    """The attack's true-positive rate at ``fpr`` for NPO and GLRT (see :meth:`Accountant.tpr`;
+    other arguments as in :func:`epsilon`).
+
+    Example:
+      >>> import jax
+      >>> jax.config.update("jax_enable_x64", True)
+      >>> from glrt_jax import accountant
+      >>> r = accountant.tpr(0.01, noise_multiplier=2.0, steps=4, threat_model="shared")
+      >>> f"{r.npo.upper:.4f}"
+      '0.0924'
+    """
+    acc = _accountant(noise_multiplier, sampling_rate, steps, d, threat_model, neighbouring, tol)
+    return acc.tpr(fpr)
+
+
+def advantage(
+    noise_multiplier,
+    sampling_rate=1.0,
+    steps=1,
+    *,
+    d: int = 1,
+    threat_model: str = "per_round",
+    neighbouring: str = "add_remove",
+    tol: float = 1e-3,
+) -> PrivacyReport:
+    """The attack's maximal advantage ``tpr − fpr`` for NPO and GLRT (see
+    :meth:`Accountant.advantage`; arguments as in :func:`epsilon`).
+
+    Example:
+      >>> import jax
+      >>> jax.config.update("jax_enable_x64", True)
+      >>> from glrt_jax import accountant
+      >>> r = accountant.advantage(1.0, threat_model="shared")
+      >>> r.glrt.upper < r.npo.upper
+      True
+    """
+    acc = _accountant(noise_multiplier, sampling_rate, steps, d, threat_model, neighbouring, tol)
+    return acc.advantage()
 
 
 def mu(noise_multiplier, steps=1) -> float:
