@@ -11,20 +11,25 @@ draw used for the coin is not counted); for the sufficient-statistic sampler
 only games per second is meaningful.
 
 Usage:
-    python benchmarks/audit.py [--draws 67108864] [--repeats 3] [--float32]
+    python benchmarks/audit.py [--draws 67108864] [--repeats 3] [--float32] [--markdown PATH]
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import os
 import platform
+import sys
 import time
 from functools import partial
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _report import add_argument, markdown_page  # noqa: E402
 
 SETTINGS = [
     # (label, Δ, σ², N, d)
@@ -33,8 +38,9 @@ SETTINGS = [
 ]
 
 
-def numpy_game(rng, *, sigma, sensitivity, rounds, dim, games, method, dtype, chunk_elements):
+def numpy_game(rng, *, sigma, sensitivity, steps, d, games, method, dtype, chunk_elements):
     """The same game in plain NumPy: returns (member, npo, glrt)."""
+    rounds, dim = steps, d
     w = sensitivity / sigma**2
     lam = rounds * sensitivity**2 / sigma**2
     scale = math.sqrt(lam)
@@ -69,13 +75,26 @@ def best_time(fn, repeats):
     return min(times)
 
 
-def main():
+def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--draws", type=int, default=1 << 26, help="Gaussian draws per direct run")
     parser.add_argument("--sufficient-games", type=int, default=1 << 22)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--float32", action="store_true", help="run in float32 (default: x64)")
-    args = parser.parse_args()
+    add_argument(parser)
+    args = parser.parse_args(argv)
+    with markdown_page(
+        args.markdown,
+        "Membership-inference games: glrt_jax.audit against NumPy",
+        "The paper's two games played by Monte Carlo with `glrt_jax.audit.run_game` (direct "
+        "simulation of all N·d Gaussian draws, and the sufficient-statistic sampler) and with "
+        "a plain NumPy implementation of the same game, same process: games and Gaussian "
+        "draws per second (warm, best of repeats), compile time apart, and the speed ratio.",
+    ):
+        _run(args)
+
+
+def _run(args):
     if not args.float32:
         jax.config.update("jax_enable_x64", True)
     dtype = np.float32 if args.float32 else np.float64

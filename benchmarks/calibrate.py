@@ -9,13 +9,15 @@ bound; ≤ target is the safe side), the GLRT calibration next to it, and the ti
 jitted call calibrating a batch of targets (closed form: 1000 targets; the composition
 engine: ``--batch`` targets through ``lax.map``).
 
-    python benchmarks/calibrate.py [--repeats 3] [--batch 64] [--scale]
+    python benchmarks/calibrate.py [--repeats 3] [--batch 64] [--scale] [--markdown PATH]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import platform
+import sys
 import time
 
 import jax
@@ -26,6 +28,9 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 from glrt_jax import accountant, calibrate  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _report import add_argument, markdown_page  # noqa: E402
 
 EPS, DELTA, Q, N = 1.0, 1e-5, 0.01, 1000
 # (target ε, δ, q, N): the regimes of P1–P4 in benchmarks/composition.py.
@@ -86,12 +91,27 @@ def print_rows(rows, w_peer):
         print(f"| {name} | {s:.6f} | {e:.8f} | {cold:.2f} | {warm:.3f} | {w_peer / warm:.1f}× |")
 
 
-def main():
-    ap = argparse.ArgumentParser()
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--scale", action="store_true", help="also the long runs (P1–P4)")
-    args = ap.parse_args()
+    add_argument(ap)
+    args = ap.parse_args(argv)
+    with markdown_page(
+        args.markdown,
+        "Calibration: glrt_jax.calibrate against dp_accounting",
+        "The noise multiplier σ that meets a target (ε, δ) for Poisson-subsampled DP-SGD: "
+        "glrt-jax's `calibrate.noise_multiplier` (NPO and GLRT) beside dp_accounting's "
+        "`calibrate_dp_mechanism` with its PLD accountant, same process. The σ found is "
+        "checked with glrt-jax's certified ε upper bound (≤ target is the safe side). Cold is "
+        "the first call (compilation included), warm the best of repeats.",
+        peers=["dp-accounting"],
+    ):
+        _run(args)
+
+
+def _run(args):
 
     print(
         f"jax {jax.__version__}, backend {jax.default_backend()}, "

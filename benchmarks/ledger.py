@@ -1,6 +1,6 @@
 """Cost of the privacy ledger in a float32 DP-SGD training loop (x64 off), per training step.
 
-    python benchmarks/ledger.py [--steps 2000] [--every 1 10 100]
+    python benchmarks/ledger.py [--steps 2000] [--every 1000 100 10] [--markdown PATH]
 
 A small MLP (64 → 32 → 10) on synthetic data, batch 64, DP-SGD (``training.dp_aggregate``
 + adam), jitted step. Three loops over the same steps: no ledger; the ledger recorded in
@@ -15,6 +15,8 @@ loop and the ledger's overhead per step.
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 import time
 
 import jax
@@ -23,6 +25,9 @@ import optax
 
 from glrt_jax import training
 from glrt_jax._src.training import _epsilon64
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _report import add_argument, markdown_page  # noqa: E402
 
 DELTA = 1e-5
 SIGMA, Q = 1.1, 0.01
@@ -38,11 +43,23 @@ def _loss(params, x, y):
     return optax.softmax_cross_entropy_with_integer_labels(logits, y[None]).mean()
 
 
-def main() -> None:
+def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=2000)
     ap.add_argument("--every", type=int, nargs="+", default=[1000, 100, 10])
-    args = ap.parse_args()
+    add_argument(ap)
+    args = ap.parse_args(argv)
+    with markdown_page(
+        args.markdown,
+        "The privacy ledger inside a float32 training step",
+        "Cost per training step of recording DP-SGD rounds in a jitted float32 step "
+        "(`training.record`, 64-bit floats off) and of asking `training.epsilon_spent` every "
+        "k steps, on a small MLP (64 → 32 → 10, batch 64, adam).",
+    ):
+        _run(args)
+
+
+def _run(args) -> None:
     assert not jax.config.jax_enable_x64, "this benchmark is a float32 program"
 
     k = jax.random.split(jax.random.key(0), 4)
@@ -92,7 +109,7 @@ def main() -> None:
     run("ledger")
     base, _, _ = run("plain")
     rec, _, _ = run("ledger")
-    print(f"jax {jax.__version__}, {jax.devices()[0].platform}, x64 off, {args.steps} steps")
+    print(f"jax {jax.__version__}, {jax.devices()[0].platform}, x64 off, {args.steps} steps\n")
     print("| loop | ms/step | ledger overhead ms/step | first question (s) | ε at end |")
     print("|---|---|---|---|---|")
     print(f"| no ledger | {1e3 * base / args.steps:.3f} | – | – | – |")

@@ -4,6 +4,7 @@ Usage:
     python benchmarks/ncx2.py [--n 1000000] [--nq 100000] [--no-tfp] [--cpus 1]
     python benchmarks/ncx2.py --gpu-sizes [--n-sf 100000000] [--n-isf 10000000]
     python benchmarks/ncx2.py --chunk-study [--chunks 1024 4096 ...]
+    (any of them with --markdown PATH: also write the output as a Markdown page)
 
 For each (df, nc) case, draws ``n`` points spread over both tails (from the bulk
 out to sf ≈ 1e-12), times sf and cdf (warm, after compilation; compile time is
@@ -30,6 +31,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import sys
 import time
 
 import jax
@@ -39,6 +41,7 @@ from scipy.stats import ncx2 as sp_ncx2
 
 jax.config.update("jax_enable_x64", True)
 
+from _report import add_argument, markdown_page  # noqa: E402
 from _timing import best as _best  # noqa: E402
 
 from glrt_jax import ncx2  # noqa: E402
@@ -137,7 +140,21 @@ def main(argv=None):
     ap.add_argument(
         "--chunks", type=int, nargs="+", default=[1024, 4096, 16384, 32768, 65536, 131072]
     )
+    add_argument(ap)
     args = ap.parse_args(argv)
+    with markdown_page(
+        args.markdown,
+        "Non-central chi-squared: glrt_jax.ncx2 against SciPy and TFP",
+        "Speed (ns per point, warm, after compilation) and accuracy of `glrt_jax.ncx2`'s sf, "
+        "cdf, isf and ppf against `scipy.stats.ncx2` (and TensorFlow Probability's JAX "
+        "`NoncentralChi2` where installed) on points spread over both tails, out to "
+        "sf ≈ 1e-12. Speed-up > 1 means glrt-jax is faster.",
+        peers=["scipy", "tfp-nightly"],
+    ):
+        _run(args)
+
+
+def _run(args):
     if args.cpus is not None:
         # Before the first computation, so JAX's CPU thread pool inherits it.
         os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[: args.cpus])
@@ -205,7 +222,7 @@ def main(argv=None):
                     tfp_cell,
                 )
             )
-            print(f"  done ({df:g}, {nc:g}) {name}", flush=True)
+            print(f"  done ({df:g}, {nc:g}) {name}", file=sys.stderr, flush=True)
     print()
     print(
         "| (df, nc) | fn | glrt-jax ns/pt | scipy ns/pt | speed-up vs scipy | compile s "

@@ -1,7 +1,7 @@
 """Privacy profiles δ(ε) and ε(δ): glrt_jax.profile against dp_accounting and autodp, one process.
 
 Usage:
-    python benchmarks/profile.py [--repeat 5] [--n 100000] [--n-peer 200]
+    python benchmarks/profile.py [--repeat 5] [--n 100000] [--n-peer 200] [--markdown PATH]
 
 Rows (all timings warm, best of ``--repeat``; compile times listed separately):
 
@@ -31,6 +31,7 @@ import numpy as np
 
 jax.config.update("jax_enable_x64", True)
 
+from _report import add_argument, markdown_page  # noqa: E402
 from _timing import best as _best  # noqa: E402
 
 from glrt_jax import profile  # noqa: E402
@@ -58,7 +59,20 @@ def main(argv=None):
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--n", type=int, default=100_000)
     p.add_argument("--n-peer", type=int, default=200)
+    add_argument(p)
     args = p.parse_args(argv)
+    with markdown_page(
+        args.markdown,
+        "Privacy profiles: glrt_jax.profile against dp_accounting and autodp",
+        "One-point latency of δ(ε) and ε(δ) through the public API, throughput on many "
+        "(ε, μ, d) points, and the NPO ε(δ) (analytic Gaussian mechanism) against "
+        "dp_accounting's `get_epsilon_gaussian` and autodp's f-DP route, in one process.",
+        peers=["dp-accounting", "autodp"],
+    ):
+        _run(args)
+
+
+def _run(args):
     rng = np.random.default_rng(0)
 
     rows = []  # (what, ours, peer name, peer time)

@@ -7,8 +7,11 @@ of the test session and cost seconds. Set ``GLRT_JAX_NOTEBOOK_KERNEL=1`` to also
 execute them in a fresh Jupyter kernel with nbclient (needs ``nbclient`` and
 ``ipykernel``; about a minute per notebook, mostly compilation).
 
-``dpsgd_digits.ipynb`` runs in its quick setting (``DPSGD_DIGITS_QUICK=1``: two ε values,
-one seed, 200 steps) and, in this process, with 64-bit floats off around its cells
+``dpsgd_accounting.ipynb`` runs in its quick setting (``DPSGD_ACCOUNTING_QUICK=1``: fewer
+steps, targets and search iterations; the programs of the full setting) and
+``batch_evaluation.ipynb`` in its (``BATCH_EVALUATION_QUICK=1``: thousands of points instead
+of millions). ``dpsgd_digits.ipynb`` runs in its quick setting (``DPSGD_DIGITS_QUICK=1``: two
+ε values, one seed, 200 steps) and, in this process, with 64-bit floats off around its cells
 (``jax.enable_x64(False)``, thread-local): it is a float32 training program, while the
 test configuration turns x64 on. A fresh kernel starts with x64 off anyway.
 """
@@ -31,6 +34,10 @@ DEFAULT = {"env": {}, "x64": None, "figures": 1}
 SETTINGS = {
     "paper_tour.ipynb": {**DEFAULT, "figures": 10},  # every figure of the paper
     "dpsgd_digits.ipynb": {"env": {"DPSGD_DIGITS_QUICK": "1"}, "x64": False, "figures": 1},
+    # Fewer steps, targets and search iterations; same programs as the full setting.
+    "dpsgd_accounting.ipynb": {"env": {"DPSGD_ACCOUNTING_QUICK": "1"}, "x64": None, "figures": 1},
+    # Thousands of points instead of millions.
+    "batch_evaluation.ipynb": {"env": {"BATCH_EVALUATION_QUICK": "1"}, "x64": None, "figures": 1},
 }
 
 
