@@ -175,40 +175,14 @@ _SECANT_MIN = 0.01
 _FIRST_DIFF = 0.02
 
 
-class _HostResidual:
-    """g(u) of concrete θ, evaluated eagerly, with a secant slope for the solver.
-
-    Nothing of the residual is traced into the solver's loop (:func:`_eager_value`).
-    The slope only steers the safeguarded Newton step (the bracket and the stopping rule
-    use values alone): the secant to the nearest earlier point at least
-    :data:`_SECANT_MIN` away, else a forward difference.
-    """
-
-    def __init__(self, problem, theta):
-        self.problem, self.theta, self.seen = problem, theta, []
-
-    def value(self, u):
-        g = _eager_value(self.problem, u, self.theta)
-        if math.isfinite(g):
-            self.seen.append((u, g))
-        return g
-
-    def __call__(self, x, theta):
-        u = float(x)
-        g = self.value(u)
-        far = [(abs(v - u), v, h) for v, h in self.seen if abs(v - u) >= _SECANT_MIN]
-        if far:
-            _, v, h = min(far)
-        else:
-            v = u + _FIRST_DIFF
-            h = self.value(v)
-        return solvers.Residual(f64(g), f64((h - g) / (v - u)))
-
-
 def _solve_eager(problem, theta, lower, upper, u0):
     """:func:`_solve_jit`'s search for concrete θ, driven from the host."""
     return solvers.find_root(
-        _HostResidual(problem, theta),
+        solvers.HostSecant(
+            lambda u: _eager_value(problem, u, theta),
+            min_gap=_SECANT_MIN,
+            first_diff=_FIRST_DIFF,
+        ),
         (),
         f64(lower),
         f64(upper),

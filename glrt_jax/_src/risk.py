@@ -59,8 +59,10 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+import jax.numpy as jnp
 import numpy as np
 
+from glrt_jax._src import solvers
 from glrt_jax._src.validation import check_range
 
 # Relative gap the refinement aims for, and engine calls it may spend per answer.
@@ -412,19 +414,17 @@ def default_fpr(points: int = 31) -> np.ndarray:
     )
 
 
-def best_eps(profile: Profile, alpha: float) -> float:
-    """|ε| of the sample that certifies the upper bound on tpr(α)."""
-    x, eps, _, _, up = profile.samples()
-    return abs(float(eps[int(np.argmin(up + alpha * x))]))
-
-
 # ---------------------------------------------------------------------------
 # Calibration: σ for a target true-positive rate or advantage
 # ---------------------------------------------------------------------------
 
 
-def _risk_upper(kind, sigma, fpr, steps, q, d, adversary, threat_model, neighbouring, tol, state):
-    """Certified upper bound on tpr(fpr) (``kind="tpr"``) or the advantage at σ."""
+def _risk_upper(kind, sigma, fpr, steps, q, d, adversary, threat_model, neighbouring, tol):
+    """Certified upper bound on tpr(fpr) (``kind="tpr"``) or the advantage at σ.
+
+    Evaluated exactly as :class:`~glrt_jax.accountant.Accountant` answers (same profile,
+    same ``rtol``), so the σ calibration returns meets the target as the accountant reports.
+    """
     if threat_model == "shared":
         m = math.sqrt(steps) / sigma
         if kind == "tpr":
@@ -434,14 +434,12 @@ def _risk_upper(kind, sigma, fpr, steps, q, d, adversary, threat_model, neighbou
         sigma, q, steps, d=d, adversary=adversary, neighbouring=neighbouring, tol=tol
     )
     if kind == "tpr":
-        out = tpr(prof, fpr, rtol=max(1e-2, 2.0 * tol), seed=state.get("eps", 1.0))
-        state["eps"] = best_eps(prof, fpr)
-        return out[2]
-    return advantage(prof, rtol=max(1e-2, 2.0 * tol))[2]
+        return tpr(prof, fpr, rtol=max(RTOL, 2.0 * tol))[2]
+    return advantage(prof, rtol=max(RTOL, 2.0 * tol))[2]
 
 
 def _calibrate(kind, target, fpr, steps, q, d, adversary, threat_model, neighbouring, rtol, tol):
-    """Host bracketing + Illinois regula falsi in log σ on log(certified upper / target).
+    """Safeguarded Newton (secant slopes) in log σ on log(certified upper / target), eager.
 
     The returned σ is one at which the certified upper bound was evaluated and is at
     most ``target``; a σ at most a factor ``1 + rtol`` smaller was evaluated above it.
@@ -468,7 +466,6 @@ def _calibrate(kind, target, fpr, steps, q, d, adversary, threat_model, neighbou
         mu_t = float(2.0 * ndtri(0.5 * (1.0 + target)))
     # CLT guess of the subsampled Gaussian: μ ≈ q √(N (e^{1/σ²} − 1)).
     u = -0.5 * math.log(math.log1p(mu_t**2 / (q * q * steps)))
-    state: dict = {}
 
     def g(u):
         val = _risk_upper(
@@ -482,41 +479,24 @@ def _calibrate(kind, target, fpr, steps, q, d, adversary, threat_model, neighbou
             threat_model,
             neighbouring,
             tol,
-            state,
         )
         return math.log(max(val, 1e-300)) - math.log(target)
 
-    gu = g(u)
-    step = 0.5
-    ok, bad = (u, gu) if gu <= 0 else (None, None), (u, gu) if gu > 0 else (None, None)
-    for _ in range(40):  # bracket: a σ that meets the target and one that does not
-        if ok[0] is not None and bad[0] is not None:
-            break
-        u = u - step if bad[0] is None else u + step
-        gu = g(u)
-        if gu <= 0:
-            ok = (u, gu) if ok[0] is None or u < ok[0] else ok
-        else:
-            bad = (u, gu) if bad[0] is None or u > bad[0] else bad
-        step *= 1.6
-    else:
-        raise ValueError(f"no noise_multiplier found for target {kind} = {target!r}")
-    side = 0
-    for _ in range(60):
-        if ok[0] - bad[0] <= math.log1p(rtol):
-            return math.exp(ok[0])
-        (ua, ga), (ub, gb) = bad, ok
-        # Illinois: halve the value at the end point that was not just replaced.
-        wa, wb = (0.5 if side == 1 else 1.0), (0.5 if side == -1 else 1.0)
-        u = (ua * gb * wb - ub * ga * wa) / (gb * wb - ga * wa)
-        lo_u, hi_u = ua + 0.05 * (ub - ua), ub - 0.05 * (ub - ua)
-        u = min(max(u, lo_u), hi_u)
-        gu = g(u)
-        if gu <= 0:
-            ok, side = (u, gu), 1
-        else:
-            bad, side = (u, gu), -1
-    raise ValueError(f"calibration to {kind} = {target!r} did not converge")
+    # Safe side, stopped by the bracket only (ftol = 0): the σ returned was evaluated and
+    # meets the target, and one at most a factor 1 + rtol smaller was evaluated above it.
+    root = solvers.find_root(
+        solvers.HostSecant(g),
+        (),
+        -jnp.inf,
+        jnp.inf,
+        u,
+        ftol=0.0,
+        xtol=math.log1p(rtol),
+        residual=True,
+        eager=True,
+    )
+    solvers.raise_for_status(root.status, what=f"noise_multiplier for target {kind}={target!r}")
+    return math.exp(float(root.x))
 
 
 def noise_multiplier_for_tpr(
@@ -537,7 +517,8 @@ def noise_multiplier_for_tpr(
 
     The certified upper bound on ``tpr(fpr)`` (see :func:`tpr`) is evaluated at the
     returned σ and is at most ``target_tpr``; σ/(1 + rtol) misses the target. The
-    search is a bracketed regula falsi on ``log σ``, starting from the Gaussian-DP guess
+    search is :func:`solvers.find_root`'s safeguarded Newton step on ``log σ`` (secant
+    slopes, evaluated eagerly), starting from the Gaussian-DP guess
     ``μ = Φ⁻¹(target_tpr) − Φ⁻¹(fpr)`` (exact for NPO without subsampling:
     ``σ = √steps / μ``) and the central-limit form of subsampling.
 

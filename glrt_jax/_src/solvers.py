@@ -462,6 +462,44 @@ def find_root(
     return Root(x, status, evals)
 
 
+class HostSecant:
+    """A residual evaluated on the host from values alone, for ``find_root(eager=True)``.
+
+    ``value(x)`` is a Python float function (e.g. a sequence of eager, compiled calls of a
+    certified bound). The slope only steers the safeguarded Newton step (the bracket and
+    the stopping rule use values alone): the secant to the nearest earlier point at least
+    ``min_gap`` away, else a forward difference of length ``first_diff``. Use with
+    ``residual=True, eager=True``.
+
+    Example:
+      >>> r = find_root(HostSecant(lambda u: 2.0 - u**3), (), 0.0, 4.0, 1.0, ftol=1e-12,
+      ...               residual=True, eager=True)
+      >>> round(float(r.x), 6), int(r.status)
+      (1.259921, 0)
+    """
+
+    def __init__(self, value: Callable[[float], float], *, min_gap=0.01, first_diff=0.02):
+        self._value, self.min_gap, self.first_diff = value, min_gap, first_diff
+        self.seen: list[tuple[float, float]] = []
+
+    def value(self, x: float) -> float:
+        g = float(self._value(x))
+        if np.isfinite(g):
+            self.seen.append((x, g))
+        return g
+
+    def __call__(self, x, theta) -> Residual:
+        u = float(x)
+        g = self.value(u)
+        far = [(abs(v - u), v, h) for v, h in self.seen if abs(v - u) >= self.min_gap]
+        if far:
+            _, v, h = min(far)
+        else:
+            v = u + self.first_diff
+            h = self.value(v)
+        return Residual(jnp.asarray(g, jnp.float64), jnp.asarray((h - g) / (v - u), jnp.float64))
+
+
 def raise_for_status(status, *, what: str, x=None, max_iter: int | None = None) -> None:
     """Raise a ``ValueError`` naming ``what`` unless ``status`` is :data:`OK` (eager).
 
