@@ -13,13 +13,12 @@ import math
 import pytest
 from scipy import optimize, stats
 
-from glrt_jax import accountant, cli
-from glrt_jax._src import paper_data
+from glrt_jax import accountant, cli, reproduce
 
 dp_accounting = pytest.importorskip("dp_accounting")
 
 DELTA = 1e-5
-SUBSAMPLING_REF = paper_data.SUBSAMPLING_REFERENCE
+SUBSAMPLING_REF = reproduce.SUBSAMPLING_REFERENCE
 
 
 def _npo_epsilon_closed_form(delta, mu):
@@ -97,7 +96,7 @@ def test_heterogeneous_rounds_without_subsampling_match_closed_form():
 def test_shared_direction_matches_design_and_closed_form():
     # docs/design.md §3 (the package's data file): σ/Δ = 6, N = 70, δ = 1e-2 → NPO 3.6367,
     # GLRT (d = 1) 2.9437.
-    npo_row, glrt_row = paper_data.number("scalar_npo"), paper_data.number("scalar_glrt")
+    npo_row, glrt_row = reproduce.number("scalar_npo"), reproduce.number("scalar_glrt")
     assert (npo_row.delta, npo_row.steps, npo_row.sigma2) == (1e-2, 70, 36.0)
     r = accountant.epsilon(1e-2, 6.0, steps=70, threat_model="shared")
     assert f"{r.npo.upper:.4f}" == npo_row.exact and f"{r.glrt.upper:.4f}" == glrt_row.exact

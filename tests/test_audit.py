@@ -2,7 +2,7 @@
 
 Theory curves come from SciPy (a peer library, accurate at these moderate values),
 never from glrt_jax; the paper's settings and exact values (docs/design.md §3) come from
-the package's data file (glrt_jax._src.paper_data, checked against the mpmath references
+the package's data file (glrt_jax.reproduce, checked against the mpmath references
 in tests/test_reproduce.py). All keys are fixed, so every test is deterministic; game
 counts are chosen so that a wrong theory is rejected by a wide margin.
 """
@@ -15,12 +15,11 @@ import numpy as np
 import pytest
 from scipy import optimize, stats
 
-from glrt_jax import audit
-from glrt_jax._src import paper_data
+from glrt_jax import audit, reproduce
 
 
 def _setting(name):
-    s = paper_data.EXPERIMENTS[name]
+    s = reproduce.EXPERIMENTS[name]
     return (s["sensitivity"], s["sigma"] ** 2, s["steps"], s["d"])
 
 
@@ -344,7 +343,7 @@ def test_epsilon_lower_bound_below_true_npo(paper_games):
     res, lam = paper_games[1]
     mu = math.sqrt(lam)
     eps_true = npo_epsilon(1e-2, mu)
-    exact = float(paper_data.number("scalar_npo").exact)  # docs/design.md reference
+    exact = float(reproduce.number("scalar_npo").exact)  # docs/design.md reference
     np.testing.assert_allclose(eps_true, exact, atol=1e-4)
     s0, s1 = res.split("npo")
     roc = audit.empirical_roc(
@@ -357,7 +356,7 @@ def test_epsilon_lower_bound_below_true_npo(paper_games):
 def test_epsilon_lower_bound_below_true_glrt(paper_games):
     res, lam = paper_games[1]
     eps_true = glrt_epsilon_grid(1e-2, 1, lam)
-    exact = float(paper_data.number("scalar_glrt").exact)  # docs/design.md reference
+    exact = float(reproduce.number("scalar_glrt").exact)  # docs/design.md reference
     np.testing.assert_allclose(eps_true, exact, atol=2e-3)
     s0, s1 = res.split("glrt")
     roc = audit.empirical_roc(

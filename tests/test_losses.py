@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 from scipy import integrate, optimize, stats
 
-from glrt_jax import accountant
-from glrt_jax._src import losses, paper_data
+from glrt_jax import accountant, reproduce
+from glrt_jax._src import losses
 
 dp_accounting = pytest.importorskip("dp_accounting")
 from dp_accounting.pld import pld_pmf  # noqa: E402
@@ -115,7 +115,7 @@ def test_glrt_per_round_matches_independent_references():
     b = accountant.schedule_epsilon(6.0, 0.2, 100, DELTA, adversary="glrt")
     lower, estimate, upper = (float(v) for v in b)
     ref = _glrt1_reference_ctd(6.0, 0.2, 100, DELTA)
-    assert abs(ref - float(paper_data.SUBSAMPLING_REFERENCE["glrt"])) < 1e-3  # design.md §2
+    assert abs(ref - float(reproduce.SUBSAMPLING_REFERENCE["glrt"])) < 1e-3  # design.md §2
     assert lower <= ref <= upper and upper <= ref * (1 + 2e-3)
     # dp_accounting on the binned statistic: binning is post-processing, so its
     # optimistic value is a lower bound on the truth.

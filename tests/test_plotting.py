@@ -14,13 +14,12 @@ import pytest
 from matplotlib.figure import Figure
 from scipy import stats
 
-from glrt_jax import plotting
-from glrt_jax._src import paper_data
+from glrt_jax import plotting, reproduce
 
 
 def _exact(row_id):
     """The exact ε of a paper number (docs/design.md §3, mpmath)."""
-    return float(paper_data.number(row_id).exact)
+    return float(reproduce.number(row_id).exact)
 
 
 def _lines(ax):

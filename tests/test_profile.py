@@ -13,8 +13,7 @@ import mpmath as mp
 import numpy as np
 import pytest
 
-from glrt_jax import profile
-from glrt_jax._src import paper_data
+from glrt_jax import profile, reproduce
 
 REF = pathlib.Path(__file__).parent / "reference" / "profile_refs.json"
 # Every GLRT call in this file has at most BATCH points: the public functions pad their
@@ -26,7 +25,7 @@ BATCH = 16
 # read from the package's data file (checked against the mpmath references in
 # tests/test_reproduce.py).
 DESIGN_TABLE = [
-    (row.id, row.adversary, row.delta, row.mu, row.d, row.exact) for row in paper_data.PAPER_NUMBERS
+    (row.id, row.adversary, row.delta, row.mu, row.d, row.exact) for row in reproduce.PAPER_NUMBERS
 ]
 
 

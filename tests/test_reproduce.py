@@ -2,13 +2,12 @@
 
 The expected numbers are docs/design.md §3 (mpmath, 50 digits) and the independent
 subsampling references of docs/design.md §2, read from the package's data file
-``glrt_jax/data/paper_numbers.json`` (:mod:`glrt_jax._src.paper_data`), not computed
+``glrt_jax/data/paper_numbers.json`` (:mod:`glrt_jax.reproduce`), not computed
 by the code under test. ``test_paper_numbers_match_mpmath_references`` checks that
 file's exact values against the 40-digit mpmath values of
 ``tests/reference/profile_refs.json``.
 """
 
-import argparse
 import io
 import json
 import math
@@ -19,15 +18,14 @@ from decimal import ROUND_HALF_EVEN, Decimal
 import jax
 import pytest
 
-from glrt_jax import cli
-from glrt_jax._src import paper_data, reproduce, reproduce_cli
+from glrt_jax import cli, reproduce
 
 # docs/design.md §3: (setting, adversary) -> exact ε, four decimals.
-EXACT = {(row.setting, row.label): float(row.exact) for row in paper_data.PAPER_NUMBERS}
+EXACT = {(row.setting, row.label): float(row.exact) for row in reproduce.PAPER_NUMBERS}
 # docs/design.md §2: Δ = 1, σ = 6, Poisson rate 0.2, 100 rounds, δ = 1e-5.
 SUBSAMPLING = {
-    "NPO": float(paper_data.SUBSAMPLING_REFERENCE["npo"]),
-    "GLRT d = 1": float(paper_data.SUBSAMPLING_REFERENCE["glrt"]),
+    "NPO": float(reproduce.SUBSAMPLING_REFERENCE["npo"]),
+    "GLRT d = 1": float(reproduce.SUBSAMPLING_REFERENCE["glrt"]),
 }
 PROFILE_REFS = pathlib.Path(__file__).parent / "reference" / "profile_refs.json"
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -36,7 +34,7 @@ PNG = b"\x89PNG\r\n\x1a\n"
 def test_paper_numbers_match_mpmath_references():
     """The data file's settings and exact values are those of the independent mpmath run."""
     refs = [r for r in json.loads(PROFILE_REFS.read_text())["paper"] if "design_value" in r]
-    rows = paper_data.PAPER_NUMBERS
+    rows = reproduce.PAPER_NUMBERS
     assert len(rows) == len(refs) == 10
     assert len({row.id for row in rows}) == len(rows)
 
@@ -120,37 +118,21 @@ def test_progress_bar(outputs):
 
 
 def test_numbers_markdown_flags_disagreement():
-    ours = [r_exact + 0.01 for r_exact in (float(r.exact) for r in paper_data.PAPER_NUMBERS)]
+    ours = [r_exact + 0.01 for r_exact in (float(r.exact) for r in reproduce.PAPER_NUMBERS)]
     text = reproduce.numbers_markdown(ours)
-    assert text.count("**no**") == len(paper_data.PAPER_NUMBERS)
+    assert text.count("**no**") == len(reproduce.PAPER_NUMBERS)
     with pytest.raises(ValueError, match="ours"):
         reproduce.numbers_markdown(ours[:-1])
 
 
-def _parser():
-    parser = argparse.ArgumentParser(prog="glrt-jax")
-    reproduce_cli.add_subparser(parser.add_subparsers(dest="command", required=True))
-    return parser
-
-
 def test_cli(tmp_path, capsys):
-    args = _parser().parse_args(
-        ["reproduce", "--out", str(tmp_path), "--only", "teaser", "--quiet"]
-    )
-    assert args.func(args) == 0
+    argv = ["reproduce", "--out", str(tmp_path), "--only", "teaser", "--quiet"]
+    assert cli.main(argv) == 0
     assert (tmp_path / "teaser.png").read_bytes()[:8] == PNG
     assert "teaser" in capsys.readouterr().out
     assert cli.main(["reproduce", "--out", str(tmp_path), "--games", "1"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and re.search(r"games must be .*got 1", err)
-
-
-def test_cli_setup_hook_runs_first(tmp_path):
-    calls = []
-    parser = argparse.ArgumentParser(prog="glrt-jax")
-    reproduce_cli.add_subparser(parser.add_subparsers(), setup=lambda: calls.append("setup"))
-    args = parser.parse_args(["reproduce", "--out", str(tmp_path), "--only", "teaser", "--quiet"])
-    assert args.func(args) == 0 and calls == ["setup"]
 
 
 @pytest.mark.parametrize(
