@@ -107,7 +107,11 @@ def plan(adversary, d, neighbouring, mu, q, n, query, target, tol, hint=jnp.nan,
 
     lo, hi, xp, pp = lax.map(one, (mu, q), batch_size=_BATCH)  # (K, n_dir[, P])
     ts = jnp.asarray(_T_POS)
-    lam = jax.vmap(jax.vmap(lambda x, p: grids.log_mgf(x, p, ts)))(xp, pp)  # (K, n_dir, T)
+    # (K, n_dir, T), phases in batches: the (T, P) exponentials of every phase at once
+    # would be gigabytes at K = 10⁴.
+    lam = lax.map(
+        lambda xq: jax.vmap(lambda x, p: grids.log_mgf(x, p, ts))(*xq), (xp, pp), batch_size=_BATCH
+    )
     lam_tot = jnp.einsum("k,kdt->dt", nf, lam)
 
     def tilted_var(x, p, tt):
