@@ -163,7 +163,13 @@ def plan(adversary, d, neighbouring, mu, q, n, query, target, tol, hint=jnp.nan,
     factor_c = 0.5 * (1.0 + ts) + 0.5 * jnp.exp(ts * c_cand) / (ts * -jnp.expm1(-c_cand))
     tau_c = jnp.sqrt(_TAU_SHARE * tol * eps_ref[:, None] / factor_c)
     log_scale = lam_tot - ts[None, :] * eps_ref[:, None] - log_delta_ref[:, None]
-    ok = (ts[None, :] <= ts[it][:, None]) & (log_scale <= _LOG_SCALE_MAX) & jnp.isfinite(w_cand)
+    below_saddle = ts[None, :] <= ts[it][:, None]
+    if query == "delta":
+        # At an ε below the composed loss's mean (δ(0) is the attacker's advantage) the
+        # Chernoff saddle point is at 0 and would force a → 0 and a huge period W; any
+        # damping in (0, 1] whose scale stays within e^{_LOG_SCALE_MAX} of δ will do.
+        below_saddle = below_saddle | (ts[None, :] <= 1.0)
+    ok = below_saddle & (log_scale <= _LOG_SCALE_MAX) & jnp.isfinite(w_cand)
     ok = ok & (ts < ts[-1])[None, :]
     cost = jnp.where(ok, w_cand / tau_c, jnp.inf)
     ia = jnp.where(jnp.any(ok, axis=-1), jnp.argmin(cost, axis=-1), it)
