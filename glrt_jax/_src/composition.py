@@ -208,10 +208,13 @@ def compose_query(
 # smallest smoothing scale they go down to.
 _REPLANS = 4
 _TAU_SCALE_MIN = 1.0 / 256.0
-# Per-round grid points and frequency nodes the eager entry points choose from (steps of
-# four: fewer compiled programs, at most 4× the work of the exact need).
-POINTS = (128, 512, 2048, 8192, 16384)
-NODES = (256, 1024, 4096, 16384, 65536)
+# Per-round grid points and frequency nodes (powers of two). The eager entry points choose
+# from every other one (steps of four: fewer compiled programs, at most 4× the work of the
+# exact need) while the schedule has few phases, and from all of them (at most 2×) from
+# FINE_SIZES_FROM phases on, where the work, not the compilation, is what costs.
+POINTS = (128, 256, 512, 1024, 2048, 4096, 8192, 16384)
+NODES = (256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536)
+FINE_SIZES_FROM = 64
 # (points, nodes) under jit, where tol cannot choose them.
 JIT_SIZES = (512, 4096)
 
@@ -219,8 +222,11 @@ JIT_SIZES = (512, 4096)
 def _sizes_for(p):
     """(B, J) from :data:`POINTS` and :data:`NODES` that meet the plan's needs (largest if none)."""
     b_need, j_need = float(np.max(np.asarray(p.b_need))), float(np.max(np.asarray(p.j_need)))
-    b = next((s for s in POINTS if s >= 1.1 * b_need), POINTS[-1])
-    j = next((s for s in NODES if s >= 1.1 * j_need), NODES[-1])
+    fine = p.xp.shape[0] >= FINE_SIZES_FROM
+    points = POINTS if fine else POINTS[::2] + POINTS[-1:]
+    nodes = NODES if fine else NODES[::2]
+    b = next((s for s in points if s >= 1.1 * b_need), points[-1])
+    j = next((s for s in nodes if s >= 1.1 * j_need), nodes[-1])
     return b, j
 
 
@@ -430,8 +436,9 @@ def schedule_epsilon(
       points: per-round grid points, one of :data:`POINTS`; ``nodes``: frequency
         nodes, one of :data:`NODES`. ``None`` picks what ``tol`` needs (eagerly) or
         :data:`JIT_SIZES` under ``jit``/``vmap`` (always valid bounds; looser if
-        fewer than ``tol`` asks for). The cost is about ``K · points · nodes``,
-        independent of the number of steps.
+        fewer than ``tol`` asks for). The cost is about ``K`` non-uniform FFTs of
+        ``points`` points onto ``4 · nodes`` frequencies, independent of the number of
+        steps.
 
     Returns:
       :class:`Bounds` ``(lower, estimate, upper)`` of 0-d arrays, with

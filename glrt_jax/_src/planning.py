@@ -101,17 +101,30 @@ def plan(adversary, d, neighbouring, mu, q, n, query, target, tol, hint=jnp.nan,
     log_target = jnp.log(target) if query == "epsilon" else jnp.log(1e-12)
     log_m = jnp.minimum(log_target, jnp.log(1e-12)) - 25.0 - jnp.log(n_tot)
 
-    def one(args):
-        m, r = args
-        return _phase_support(adversary, d, directions, m, r, log_m)
-
-    lo, hi, xp, pp = lax.map(one, (mu, q), batch_size=_BATCH)  # (K, n_dir[, P])
     ts = jnp.asarray(_T_POS)
-    # (K, n_dir, T), phases in batches: the (T, P) exponentials of every phase at once
-    # would be gigabytes at K = 10⁴.
-    lam = lax.map(
-        lambda xq: jax.vmap(lambda x, p: grids.log_mgf(x, p, ts))(*xq), (xp, pp), batch_size=_BATCH
-    )
+
+    def one(m, r):
+        lo, hi, xp, pp = _phase_support(adversary, d, directions, m, r, log_m)
+        return lo, hi, xp, pp, jax.vmap(lambda x, w: grids.log_mgf(x, w, ts))(xp, pp)
+
+    # Phases in batches (a vmap within, a scan across: the (T, P) exponentials of every
+    # phase at once would be gigabytes at K = 10⁴). A batch of padding phases (n = 0)
+    # is not computed: it repeats the previous batch, whose weight there is 0.
+    kk = mu.shape[0]
+    size = math.gcd(kk, _BATCH)
+    batches = [v.reshape((kk // size, size)) for v in (mu, q, n)]
+    first = jax.vmap(one)(batches[0][0], batches[1][0])
+
+    def body(prev, batch):
+        m, r, k = batch
+        out = lax.cond(jnp.any(k > 0), lambda: jax.vmap(one)(m, r), lambda: prev)
+        return out, out
+
+    _, rest = lax.scan(body, first, tuple(b[1:] for b in batches))
+    lo, hi, xp, pp, lam = (
+        jnp.concatenate([f[None], v]).reshape((kk,) + f.shape[1:])
+        for f, v in zip(first, rest, strict=True)
+    )  # (K, n_dir[, P or T])
     lam_tot = jnp.einsum("k,kdt->dt", nf, lam)
 
     def tilted_var(x, p, tt):

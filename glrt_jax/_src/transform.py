@@ -126,9 +126,13 @@ def phase_sums(mu, q, n, p, a, dw, tilts, *, adversary, d, directions, B, J):
     xs = jax.tree_util.tree_map(lambda v: v.reshape((kk // chunk, chunk) + v.shape[1:]), xs)
 
     def body(acc, block):
-        part = jax.vmap(contribution)(block)
-        part = jax.tree_util.tree_map(lambda v: jnp.sum(v, axis=0), part)
-        return jax.tree_util.tree_map(jnp.add, acc, part), None
+        def add(acc):
+            part = jax.vmap(contribution)(block)
+            part = jax.tree_util.tree_map(lambda v: jnp.sum(v, axis=0), part)
+            return jax.tree_util.tree_map(jnp.add, acc, part)
+
+        # A chunk of padding phases (n = 0) adds exactly nothing: not computed.
+        return lax.cond(jnp.any(block[2] > 0), add, lambda a: a, acc), None
 
     init = jax.tree_util.tree_map(
         jnp.zeros_like, jax.eval_shape(contribution, jax.tree_util.tree_map(lambda v: v[0, 0], xs))
