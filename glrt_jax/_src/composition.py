@@ -93,6 +93,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from glrt_jax._src import inversion, losses, planning, transform
+from glrt_jax._src.shapes import pad_phases
 from glrt_jax._src.transform import UNIT_ROUNDOFF
 from glrt_jax._src.validation import (
     ADVERSARIES,
@@ -295,10 +296,6 @@ def validate_sizes(tol, points, nodes):
         raise ValueError(f"nodes must be one of {NODES}; got {nodes!r}")
 
 
-def _bucket(k: int) -> int:
-    return 1 << max(0, (k - 1).bit_length())
-
-
 def _refine(bounds, diag, valid, mu, q, n, target, tol, static):
     """Eager re-plans when the answer shows the plan's assumptions did not hold.
 
@@ -377,13 +374,7 @@ def _query(
         n = xp.round(n).astype(np.int64)
     n = n.astype(np.int64)
     sig, q, n = xp.broadcast_arrays(sig, q, n)
-    kk = sig.shape[0]
-    kb = _bucket(kk)
-    if kb > kk:  # pad with copies of phase 0 composed 0 times
-        pad = kb - kk
-        sig = xp.concatenate([sig, xp.repeat(sig[:1], pad)])
-        q = xp.concatenate([q, xp.repeat(q[:1], pad)])
-        n = xp.concatenate([n, xp.zeros((pad,), np.int64)])
+    sig, q, n = pad_phases(sig, q, n, xp)
     mu = 1.0 / sig
     target = xp.asarray(target, np.float64)
     tol_a = xp.asarray(tol, np.float64)

@@ -63,6 +63,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from glrt_jax._src import solvers
+from glrt_jax._src.shapes import pad_phases
 from glrt_jax._src.validation import check_range
 
 # Relative gap the refinement aims for, and engine calls it may spend per answer.
@@ -379,18 +380,12 @@ def engine_profile(sig, q, n, *, d: int, adversary: str, neighbouring: str, tol:
     (:func:`glrt_jax._src.composition.choose_sizes`), rounded up to sizes this profile
     already used when there are such (larger sizes give bounds at least as accurate).
     """
-    import jax.numpy as jnp
-
     from glrt_jax._src import composition
 
     sig, q, n = (np.atleast_1d(np.asarray(v)) for v in (sig, q, n))
     sig, q, n = np.broadcast_arrays(sig.astype(float), q.astype(float), n.astype(np.int64))
-    k = len(sig)
-    kb = 1 << max(0, (k - 1).bit_length())  # the engine's bucket of phase counts
-    pad = kb - k
-    mu_p = jnp.asarray(np.concatenate([1.0 / sig, np.repeat(1.0 / sig[:1], pad)]))
-    q_p = jnp.asarray(np.concatenate([q, np.repeat(q[:1], pad)]))
-    n_p = jnp.asarray(np.concatenate([n, np.zeros(pad, np.int64)]))
+    sig_p, q_p, n_p = pad_phases(sig, q, n)  # the engine's bucket of phase counts
+    mu_p, q_p, n_p = jnp.asarray(1.0 / sig_p), jnp.asarray(q_p), jnp.asarray(n_p)
     static = dict(adversary=adversary, d=d, neighbouring=neighbouring)
     used: list[tuple[int, int]] = []
 

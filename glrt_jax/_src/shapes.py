@@ -26,6 +26,20 @@ def bucket(n: int, minimum: int = MIN_BUCKET) -> int:
     return max(minimum, 1 << max(0, (n - 1).bit_length()))
 
 
+def pad_phases(sig, q, n, xp=np):
+    """Phases padded to ``bucket(K, minimum=1)``: copies of phase 0 composed 0 times.
+
+    ``sig``, ``q``: (K,) floats; ``n``: (K,) integer counts; ``xp``: ``np`` (concrete
+    inputs) or ``jnp`` (traced ones). The composition engine skips padding phases.
+    """
+    pad = bucket(sig.shape[0], minimum=1) - sig.shape[0]
+    if pad:
+        sig = xp.concatenate([sig, xp.repeat(sig[:1], pad)])
+        q = xp.concatenate([q, xp.repeat(q[:1], pad)])
+        n = xp.concatenate([n, xp.zeros((pad,), n.dtype)])
+    return sig, q, n
+
+
 def _on_accelerator(a) -> bool:
     return isinstance(a, jax.Array) and any(d.platform != "cpu" for d in a.devices())
 
