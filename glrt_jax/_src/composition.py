@@ -139,13 +139,23 @@ def _sanitize(mu, q, n, target, tol, query):
 
 
 @functools.partial(jax.jit, static_argnames=("adversary", "d", "neighbouring", "query"))
-def _plan_stage(mu, q, n, target, tol, hint, tau_scale, *, adversary, d, neighbouring, query):
+def _plan_program(mu, q, n, target, tol, hint, tau_scale, dv, *, adversary, d, neighbouring, query):
+    d = losses.dimension(d, dv)
     p = planning.plan(adversary, d, neighbouring, mu, q, n, query, target, tol, hint, tau_scale)
     return jax.tree_util.tree_map(jax.lax.stop_gradient, p)
 
 
+def _plan_stage(mu, q, n, target, tol, hint, tau_scale, *, adversary, d, neighbouring, query):
+    d, dv = losses.dimension_key(adversary, d)  # one program for every d > 1
+    return _plan_program(
+        mu, q, n, target, tol, hint, tau_scale, dv,
+        adversary=adversary, d=d, neighbouring=neighbouring, query=query,
+    )  # fmt: skip
+
+
 @functools.partial(jax.jit, static_argnames=("adversary", "d", "neighbouring", "B", "J"))
-def _sums_stage(mu, q, n, p, *, adversary, d, neighbouring, B, J):
+def _sums_program(mu, q, n, p, dv, *, adversary, d, neighbouring, B, J):
+    d = losses.dimension(d, dv)
     tau = planning.smoothing_width(p, J)
     tilts = planning.bound_tilts(p)
     carry = transform.phase_sums(
@@ -172,8 +182,9 @@ def _bounds_stage(carry, p, tau, tilts, n_tot, target, gam, valid, *, J, query):
 
 
 def _staged(valid, mu, q, n, target, p, *, adversary, d, neighbouring, B, J, query):
-    carry, tau, tilts = _sums_stage(
-        mu, q, n, p, adversary=adversary, d=d, neighbouring=neighbouring, B=B, J=J
+    d, dv = losses.dimension_key(adversary, d)
+    carry, tau, tilts = _sums_program(
+        mu, q, n, p, dv, adversary=adversary, d=d, neighbouring=neighbouring, B=B, J=J
     )
     gam = (B + 4) * UNIT_ROUNDOFF
     # Only per-direction data goes on: the bounds program does not depend on K.
@@ -209,25 +220,40 @@ def compose_query(
 # smallest smoothing scale they go down to.
 _REPLANS = 4
 _TAU_SCALE_MIN = 1.0 / 256.0
-# Per-round grid points and frequency nodes (powers of two). The eager entry points choose
-# from every other one (steps of four: fewer compiled programs, at most 4× the work of the
-# exact need) while the schedule has few phases, and from all of them (at most 2×) from
-# FINE_SIZES_FROM phases on, where the work, not the compilation, is what costs.
+# Per-round grid points and frequency nodes (powers of two). From FINE_SIZES_FROM phases
+# on, where the work, not the compilation, is what costs, the eager entry points choose
+# from all of them (at most 2× the work of the exact need). Below, they choose from a
+# coarse ladder that starts at COARSE_FLOOR (steps of four: at most 4× the need, and
+# never less than the floor): a query of a few phases costs milliseconds at any of these
+# sizes, while each new size is a new compiled program (seconds), so most queries share
+# the floor's programs, and a re-plan rarely needs a program of its own.
 POINTS = (128, 256, 512, 1024, 2048, 4096, 8192, 16384)
 NODES = (256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536)
 FINE_SIZES_FROM = 64
+COARSE_FLOOR = (512, 4096)
 # (points, nodes) under jit, where tol cannot choose them.
 JIT_SIZES = (512, 4096)
 
 
-def _sizes_for(p):
-    """(B, J) from :data:`POINTS` and :data:`NODES` that meet the plan's needs (largest if none)."""
+def _ladder(sizes, floor):
+    """The coarse ladder: from ``floor`` in steps of four, and the largest size."""
+    up = sizes[sizes.index(floor) :: 2]
+    return up if up[-1] == sizes[-1] else up + sizes[-1:]
+
+
+def _sizes_for(p, at_least=(0, 0)):
+    """(B, J) from :data:`POINTS` and :data:`NODES` that meet the plan's needs (largest if none).
+
+    ``at_least``: sizes already compiled for this query (a re-plan keeps them when they
+    suffice, rather than compiling smaller programs).
+    """
     b_need, j_need = float(np.max(np.asarray(p.b_need))), float(np.max(np.asarray(p.j_need)))
     fine = p.xp.shape[0] >= FINE_SIZES_FROM
-    points = POINTS if fine else POINTS[::2] + POINTS[-1:]
-    nodes = NODES if fine else NODES[::2]
-    b = next((s for s in points if s >= 1.1 * b_need), points[-1])
-    j = next((s for s in nodes if s >= 1.1 * j_need), nodes[-1])
+    points = POINTS if fine else _ladder(POINTS, COARSE_FLOOR[0])
+    nodes = NODES if fine else _ladder(NODES, COARSE_FLOOR[1])
+    b_need, j_need = max(1.1 * b_need, at_least[0]), max(1.1 * j_need, at_least[1])
+    b = next((s for s in points if s >= b_need), points[-1])
+    j = next((s for s in nodes if s >= j_need), nodes[-1])
     return b, j
 
 
@@ -296,7 +322,7 @@ def validate_sizes(tol, points, nodes):
         raise ValueError(f"nodes must be one of {NODES}; got {nodes!r}")
 
 
-def _refine(bounds, diag, valid, mu, q, n, target, tol, static):
+def _refine(bounds, diag, valid, mu, q, n, target, tol, sizes, static):
     """Eager re-plans when the answer shows the plan's assumptions did not hold.
 
     Two cases: an ε answer near or below the planning guess ``eps_ref`` (one or a few
@@ -321,8 +347,8 @@ def _refine(bounds, diag, valid, mu, q, n, target, tol, static):
             break
         hint_a, scale_a = np.float64(hint), np.float64(scale)
         p = _plan_stage(mu, q, n, target, tol, hint_a, scale_a, **static)
-        b2, j2 = _sizes_for(p)
-        new, diag = _staged(valid, mu, q, n, target, p, B=b2, J=j2, **static)
+        sizes = _sizes_for(p, at_least=sizes)
+        new, diag = _staged(valid, mu, q, n, target, p, B=sizes[0], J=sizes[1], **static)
         better = float(new.upper) < float(bounds.upper)
         bounds = Bounds(
             jax.device_put(np.maximum(np.asarray(bounds.lower), np.asarray(new.lower))),
@@ -389,7 +415,7 @@ def _query(
         nodes = j if nodes is None else nodes
     bounds, diag = _staged(valid, mu, q, n, target, p, B=points, J=nodes, **static)
     if auto and not traced:
-        bounds = _refine(bounds, diag, valid, mu, q, n, target, tol_a, static)
+        bounds = _refine(bounds, diag, valid, mu, q, n, target, tol_a, (points, nodes), static)
     return bounds
 
 

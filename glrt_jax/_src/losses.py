@@ -45,10 +45,8 @@ This module gives, for loss levels ``x``, the four tail masses of one round
 
 from __future__ import annotations
 
-import functools
 import math
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
@@ -120,24 +118,48 @@ def _glrt1_base_tails(mu, b):
 def _glrtd_base_tails(mu, b, d):
     """General d through glrt_jax.ncx2: tails of T at t = ℓ⁻¹(b)."""
     lam = mu * mu
+    d = jnp.asarray(d, jnp.result_type(float))
     v = b + 0.5 * lam
     pos = (v > 0) & jnp.isfinite(v)
     vf = jnp.clip(jnp.where(jnp.isfinite(v), v, 0.0), 1e-12 * lam, None)
-    t = threshold(vf - 0.5 * lam, lam, float(d))
+    t = threshold(vf - 0.5 * lam, lam, d)
     # One logsf call for P = ncx2(d, λ) and Q = χ²_d together; the cdf is its
     # complement, used only where it is the larger tail.
     nc = jnp.stack([jnp.broadcast_to(lam, t.shape), jnp.zeros_like(t)])
-    log_sf = ncx2.logsf(jnp.stack([t, t]), float(d), nc)
+    log_sf = ncx2.logsf(jnp.stack([t, t]), jnp.broadcast_to(d, nc.shape), nc)
     sf, cdf = jnp.exp(log_sf), -jnp.expm1(log_sf)
     out = (sf[0], cdf[0], sf[1], cdf[1])
     lims = _limits(jnp.isposinf(v))
     return tuple(jnp.where(pos, o, lim) for o, lim in zip(out, lims, strict=True))
 
 
+def dimension_key(adversary, d):
+    """The static and the dynamic part of the query dimension, for a compiled program.
+
+    Programs depend on ``d`` only through the method: the closed form of GLRT with
+    ``d = 1`` (static ``1``) or the non-central χ² tails for any ``d > 1`` (static
+    ``"any"``, the value passed as data), so every ``d > 1`` shares one program. NPO does
+    not depend on ``d``.
+    """
+    if adversary == "glrt" and d != 1:
+        return "any", np.float64(d)
+    return 1, np.float64(1.0)
+
+
+def dimension(static, value):
+    """``d`` inside a program from :func:`dimension_key`'s parts: the int 1, or the value."""
+    return 1 if static == 1 else value
+
+
+def _is_one(d):
+    """Whether ``d`` is the static 1 of :func:`dimension` (a traced ``d`` is never)."""
+    return isinstance(d, (int, np.integer)) and d == 1
+
+
 def _base_tails(adversary, d, mu, b):
     if adversary == "npo":
         return _npo_base_tails(mu, b)
-    if d == 1:
+    if _is_one(d):
         return _glrt1_base_tails(mu, b)
     return _glrtd_base_tails(mu, b, d)
 
@@ -217,15 +239,77 @@ def segment_tails(adversary, d, mu, q, x, is_add, exp_x=None):
     return tuple(jnp.where(valid, t, lim) for t, lim in zip(tails, lims, strict=True))
 
 
+def _ncx2_chernoff(t, d, lam):
+    """Chernoff bounds ``(log sf, log cdf)`` of ``ncx2(d, λ)`` at ``t ≥ 0`` (λ = 0: χ²_d).
+
+    With ``log M(s) = λs/(1 − 2s) − (d/2) log(1 − 2s)`` and ``u = 1/(1 − 2s)``, the
+    exponent ``st − log M(s)`` is ``E(u) = t(1 − 1/u)/2 − λ(u − 1)/2 − (d/2) log u``,
+    maximal at the root ``u*`` of ``λu² + du = t``. ``u* ≥ 1`` (t at or above the mean
+    ``d + λ``) bounds the upper tail, ``P(T ≥ t) ≤ e^{−E(u*)}``; ``u* ≤ 1`` the lower,
+    ``P(T ≤ t) ≤ e^{−E(u*)}``; the other tail is bounded by 1.
+    """
+    disc = jnp.sqrt(d * d + 4.0 * lam * t)
+    # u* = (√(d² + 4λt) − d)/(2λ), written without cancellation (and for λ = 0).
+    u = jnp.maximum(2.0 * t / (d + disc), 1e-300)
+    log_b = -(0.5 * t * (1.0 - 1.0 / u) - 0.5 * lam * (u - 1.0) - 0.5 * d * jnp.log(u))
+    log_b = jnp.minimum(log_b, 0.0)
+    upper = u >= 1.0
+    return jnp.where(upper, log_b, 0.0), jnp.where(upper, 0.0, log_b)
+
+
+def _glrtd_probe_tails(mu, q, x, is_add, d):
+    """Upper bounds on ``(P'[L' > x], P'[L' ≤ x])`` of the GLRT round for ``d > 1``.
+
+    No special function: ``t = ℓ⁻¹(b)`` is bracketed by the bounds
+    ``λt/(2d) ≥ log ₀F₁(; d/2; λt/4) ≥ log(1 + λt/(2d))`` and ``√(λt) ≥ log ₀F₁``, i.e.
+    ``max(2dr, r²)/λ ≤ t ≤ 2d(e^r − 1)/λ`` with ``r = b + λ/2``, and each tail of ``T``
+    is bounded at the end of the bracket where it is larger (Chernoff,
+    :func:`_ncx2_chernoff`).
+    """
+    lam = mu * mu
+    y = jnp.where(is_add, -x, x)
+    valid, b = _remove_level(y, jnp.exp(jnp.clip(-y, -700.0, 700.0)), q)
+    r = jnp.maximum(b + 0.5 * lam, 0.0)
+    t_lo = jnp.maximum(2.0 * d * r, r * r) / lam
+    t_hi = 2.0 * d * jnp.expm1(jnp.minimum(r, 300.0)) / lam
+    sf_p, _ = _ncx2_chernoff(t_lo, d, lam)
+    sf_q, _ = _ncx2_chernoff(t_lo, d, 0.0)
+    _, cdf_p = _ncx2_chernoff(t_hi, d, lam)
+    _, cdf_q = _ncx2_chernoff(t_hi, d, 0.0)
+    sf_p, sf_q, cdf_p, cdf_q = (jnp.exp(v) for v in (sf_p, sf_q, cdf_p, cdf_q))
+    # remove: L' > x ⇔ T > t under qP + (1−q)Q; add: L'' > x ⇔ T < t under Q.
+    above = jnp.where(is_add, cdf_q, _mix(q, sf_p, sf_q))
+    below = jnp.where(is_add, sf_q, _mix(q, cdf_p, cdf_q))
+    # Outside the support: remove levels lie below it, add levels above it.
+    lim = jnp.where(is_add, 0.0, 1.0)
+    return jnp.where(valid, above, lim), jnp.where(valid, below, 1.0 - lim)
+
+
+def probe_tails(adversary, d, mu, q, x, is_add):
+    """Upper bounds on ``(P'[L' > x], P'[L' ≤ x])``, cheap to compile and to evaluate.
+
+    What :func:`probe_ranges` needs: the exact tails of :func:`segment_tails` where they
+    are closed forms (NPO, GLRT with d = 1), Chernoff bounds for GLRT with d > 1 (the
+    exact tails there cost a root finder and the non-central χ² tails).
+    """
+    if adversary == "glrt" and not _is_one(d) and is_add is not None:
+        return _glrtd_probe_tails(mu, q, x, is_add, d)
+    sp, fp, _, _ = segment_tails(adversary, d, mu, q, x, is_add)
+    return sp, fp
+
+
 def directions(adversary, neighbouring):
     if neighbouring == "replace_one" and adversary == "npo":
         return ("replace",)
     return ("remove", "add")
 
 
-@functools.partial(jax.jit, static_argnums=(0, 1, 2))
 def probe_ranges(adversary, d, directions, mu, q, m, bound):
-    """Per direction: loss levels with P-tails ≤ m on each side (bisection)."""
+    """Per direction: loss levels with P-tails ≤ m on each side (bisection).
+
+    The tails are :func:`probe_tails`' upper bounds, so the range holds all but at most
+    ``m`` on each side (the mass left outside is measured exactly by the grids).
+    """
     n_dir = len(directions)
     is_add = None
     if "replace" not in directions:
@@ -235,7 +319,7 @@ def probe_ranges(adversary, d, directions, mu, q, m, bound):
         lo_a, lo_b, hi_a, hi_b = carry
         mid_lo, mid_hi = 0.5 * (lo_a + lo_b), 0.5 * (hi_a + hi_b)
         x = jnp.stack([mid_lo, mid_hi], axis=1).reshape(-1)
-        sp, fp, _, _ = segment_tails(adversary, d, mu, q, x, is_add)
+        sp, fp = probe_tails(adversary, d, mu, q, x, is_add)
         fp, sp = fp[0::2], sp[1::2]
         # lower end: largest x with P'[L' ≤ x] ≤ m; upper end: smallest x with P'[L' > x] ≤ m
         lo_a, lo_b = jnp.where(fp <= m, mid_lo, lo_a), jnp.where(fp <= m, lo_b, mid_lo)

@@ -29,6 +29,7 @@ from jax import lax
 from jax.scipy.special import logsumexp
 
 from glrt_jax._src import grids, losses
+from glrt_jax._src.shapes import PHASE_FLOOR
 
 # Chernoff tilts of the planner.
 _T_POS = np.geomspace(1e-3, 1e6, 73)
@@ -109,22 +110,23 @@ def plan(adversary, d, neighbouring, mu, q, n, query, target, tol, hint=jnp.nan,
 
     # Phases in batches (a vmap within, a scan across: the (T, P) exponentials of every
     # phase at once would be gigabytes at K = 10⁴). A batch of padding phases (n = 0)
-    # is not computed: it repeats the previous batch, whose weight there is 0.
+    # is not computed: it repeats the previous batch, whose weight there is 0. (The
+    # first batch is always computed, inside the scan: one copy of ``one`` in the
+    # compiled program.)
     kk = mu.shape[0]
-    size = math.gcd(kk, _BATCH)
+    size = 1 if kk <= PHASE_FLOOR else math.gcd(kk, _BATCH)
     batches = [v.reshape((kk // size, size)) for v in (mu, q, n)]
-    first = jax.vmap(one)(batches[0][0], batches[1][0])
+    first = jnp.arange(kk // size) == 0
+    init = jax.eval_shape(jax.vmap(one), batches[0][0], batches[1][0])
+    init = jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), init)
 
     def body(prev, batch):
-        m, r, k = batch
-        out = lax.cond(jnp.any(k > 0), lambda: jax.vmap(one)(m, r), lambda: prev)
+        m, r, k, is_first = batch
+        out = lax.cond(jnp.any(k > 0) | is_first, lambda: jax.vmap(one)(m, r), lambda: prev)
         return out, out
 
-    _, rest = lax.scan(body, first, tuple(b[1:] for b in batches))
-    lo, hi, xp, pp, lam = (
-        jnp.concatenate([f[None], v]).reshape((kk,) + f.shape[1:])
-        for f, v in zip(first, rest, strict=True)
-    )  # (K, n_dir[, P or T])
+    _, out = lax.scan(body, init, (*batches, first))
+    lo, hi, xp, pp, lam = (v.reshape((kk,) + v.shape[2:]) for v in out)  # (K, n_dir[, P or T])
     lam_tot = jnp.einsum("k,kdt->dt", nf, lam)
 
     def tilted_var(x, p, tt):

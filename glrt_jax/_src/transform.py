@@ -23,6 +23,7 @@ from jax import lax
 from jax.scipy.special import logsumexp
 
 from glrt_jax._src import grids, nufft
+from glrt_jax._src.shapes import PHASE_FLOOR
 
 # Unit roundoff of float64 (the engine's error terms are in units of it).
 UNIT_ROUNDOFF = 0.5 * float(np.finfo(np.float64).eps)
@@ -121,7 +122,7 @@ def phase_sums(mu, q, n, p, a, dw, tilts, *, adversary, d, directions, B, J):
 
     # Phases in chunks: a scan over chunks (memory of one chunk), a vmap within.
     kk = mu.shape[0]
-    chunk = math.gcd(kk, _CHUNK)
+    chunk = 1 if kk <= PHASE_FLOOR else math.gcd(kk, _CHUNK)
     xs = (mu, q, n, p.xp, p.pp)
     xs = jax.tree_util.tree_map(lambda v: v.reshape((kk // chunk, chunk) + v.shape[1:]), xs)
 
