@@ -19,10 +19,15 @@ def _shared_compilation_cache(tmp_path_factory):
 
     The workers' base temporary directories are siblings, so their parent is common
     to the run (and fresh for every run: nothing carries over between runs).
+    ``GLRT_JAX_TEST_CACHE`` names a directory instead: ``.ci/run`` gives its two pytest
+    runs (float64, then float32) one fresh directory, so the second loads the engine
+    programs the first compiled.
     """
-    base = tmp_path_factory.getbasetemp()
-    root = base.parent if base.name.startswith("popen-gw") else base
-    cache = str(root / "jax-cache")
+    cache = os.environ.get("GLRT_JAX_TEST_CACHE", "")
+    if not cache:
+        base = tmp_path_factory.getbasetemp()
+        root = base.parent if base.name.startswith("popen-gw") else base
+        cache = str(root / "jax-cache")
     jax.config.update("jax_compilation_cache_dir", cache)
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
     # The command line, run in-process by the tests, points JAX at its own cache
