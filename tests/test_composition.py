@@ -254,6 +254,41 @@ def test_heterogeneous_subsampled_phases_contain_dp_accounting():
     assert float(b.lower) <= ref and abs(float(b.upper) / ref - 1.0) <= 1e-3
 
 
+def test_per_phase_dimension():
+    """d per phase (GLRT): each phase's rounds see their own d."""
+    s, q = [1.0, 1.3], [0.01, 0.02]
+
+    def eps(steps, d):
+        return accountant.schedule_epsilon(s, q, steps, 1e-5, adversary="glrt", d=d, **SZ)
+
+    # A phase with no steps contributes nothing, whatever its d: [400, 0] with d = [k, 50] is
+    # one phase of d = k. For k = 1 the reference goes through the closed form of d = 1 and
+    # the per-phase run through the non-central chi-squared tails (d is data there): two
+    # methods (other grids), one answer within a tenth of the tolerance; for k = 5 the same
+    # grids, to rounding.
+    for k, rel in ((1, 1e-4), (5, 1e-9)):
+        alone = eps([400, 0], k)
+        mixed = eps([400, 0], [k, 50])
+        assert abs(float(mixed.upper) / float(alone.upper) - 1) < rel, (k, mixed, alone)
+        assert float(mixed.lower) <= float(alone.upper)
+        assert float(alone.lower) <= float(mixed.upper)
+    # The attacker sees less with a larger d: mixed dimensions lie strictly between.
+    lo, mid, hi = eps([400, 300], 50), eps([400, 300], [5, 50]), eps([400, 300], 5)
+    assert float(lo.upper) < float(mid.lower) <= float(mid.upper) < float(hi.lower)
+    # Equal values are the scalar.
+    assert float(eps([400, 300], [5, 5]).upper) == float(hi.upper)
+
+
+@pytest.mark.parametrize(
+    "d, match",
+    [([0, 5], "integers in"), ([5, 5, 5], "one value per phase"), ([[5, 5]], "1-D"),
+     ([2.5, 5], "integers in")],
+)  # fmt: skip
+def test_per_phase_dimension_errors(d, match):
+    with pytest.raises(ValueError, match=match):
+        accountant.schedule_epsilon([1.0, 1.3], 0.01, 100, 1e-5, adversary="glrt", d=d)
+
+
 def test_glrt_decreasing_in_sigma():
     def up(s):
         return float(

@@ -86,6 +86,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import jax
@@ -140,13 +141,14 @@ def _sanitize(mu, q, n, target, tol, query):
 
 @functools.partial(jax.jit, static_argnames=("adversary", "d", "neighbouring", "query"))
 def _plan_program(mu, q, n, target, tol, hint, tau_scale, dv, *, adversary, d, neighbouring, query):
-    d = losses.dimension(d, dv)
+    d = (d, dv)
     p = planning.plan(adversary, d, neighbouring, mu, q, n, query, target, tol, hint, tau_scale)
     return jax.tree_util.tree_map(jax.lax.stop_gradient, p)
 
 
 def _plan_stage(mu, q, n, target, tol, hint, tau_scale, *, adversary, d, neighbouring, query):
-    d, dv = losses.dimension_key(adversary, d)  # one program for every d > 1
+    # One program for every d other than 1 (per phase or not): d is data.
+    d, dv = losses.dimension_key(adversary, d, mu.shape[0])
     return _plan_program(
         mu, q, n, target, tol, hint, tau_scale, dv,
         adversary=adversary, d=d, neighbouring=neighbouring, query=query,
@@ -155,7 +157,7 @@ def _plan_stage(mu, q, n, target, tol, hint, tau_scale, *, adversary, d, neighbo
 
 @functools.partial(jax.jit, static_argnames=("adversary", "d", "neighbouring", "B", "J"))
 def _sums_program(mu, q, n, p, dv, *, adversary, d, neighbouring, B, J):
-    d = losses.dimension(d, dv)
+    d = (d, dv)
     tau = planning.smoothing_width(p, J)
     tilts = planning.bound_tilts(p)
     carry = transform.phase_sums(
@@ -182,7 +184,7 @@ def _bounds_stage(carry, p, tau, tilts, n_tot, target, gam, valid, *, J, query):
 
 
 def _staged(valid, mu, q, n, target, p, *, adversary, d, neighbouring, B, J, query):
-    d, dv = losses.dimension_key(adversary, d)
+    d, dv = losses.dimension_key(adversary, d, mu.shape[0])
     carry, tau, tilts = _sums_program(
         mu, q, n, p, dv, adversary=adversary, d=d, neighbouring=neighbouring, B=B, J=J
     )
@@ -313,6 +315,30 @@ def validate_options(adversary, d, neighbouring):
         raise ValueError(f"d must be an integer in [1, inf); got {d!r}")
 
 
+def phase_dimensions(d, phases):
+    """Eager checks of ``d`` for a schedule: an int, or a tuple of ints one per phase.
+
+    ``phases``: the schedule's length K (None if traced). A sequence of one value, or of
+    equal values, is that int.
+    """
+    if isinstance(d, jax.core.Tracer):
+        raise ValueError("d must be concrete (it selects the compiled program); got a tracer")
+    arr = np.asarray(d)
+    if arr.ndim == 0:
+        validate_options("npo", d if isinstance(d, bool) else arr.item(), "add_remove")
+        return int(arr)
+    if arr.ndim > 1 or arr.size == 0:
+        raise ValueError(f"d must be an integer or a 1-D array, one per phase; got {d!r}")
+    if arr.dtype.kind not in "iu" or np.any(arr < 1):
+        raise ValueError(f"d must hold integers in [1, inf), one per phase; got {d!r}")
+    if phases is not None and arr.size not in (1, phases):
+        raise ValueError(
+            f"d must have one value per phase ({phases}) or be a scalar; got {arr.size} values"
+        )
+    values = tuple(int(v) for v in arr)
+    return values[0] if len(set(values)) == 1 else values
+
+
 def validate_sizes(tol, points, nodes):
     """Eager checks of the accuracy and size arguments (``points``/``nodes``: None = auto)."""
     check_range("tol", tol, lo=1e-7, hi=0.5)
@@ -375,9 +401,10 @@ def _query(
     nodes,
 ):
     check_x64("the composition engine")
-    validate_options(adversary, d, neighbouring)
+    validate_options(adversary, 1, neighbouring)
     validate_sizes(tol, points, nodes)
-    _validate_phases(noise_multiplier, sampling_rate, steps)
+    k = _validate_phases(noise_multiplier, sampling_rate, steps)
+    d = phase_dimensions(d, k)
     if not isinstance(target, jax.core.Tracer):
         tv = np.asarray(target, dtype=np.float64)
         if tv.ndim != 0:
@@ -400,11 +427,13 @@ def _query(
         n = xp.round(n).astype(np.int64)
     n = n.astype(np.int64)
     sig, q, n = xp.broadcast_arrays(sig, q, n)
+    if isinstance(d, tuple) and len(d) != sig.shape[0]:
+        raise ValueError(f"d must have one value per phase ({sig.shape[0]}); got {len(d)}")
     sig, q, n = pad_phases(sig, q, n, xp)
     mu = 1.0 / sig
     target = xp.asarray(target, np.float64)
     tol_a = xp.asarray(tol, np.float64)
-    static = dict(adversary=adversary, d=int(d), neighbouring=neighbouring, query=query)
+    static = dict(adversary=adversary, d=d, neighbouring=neighbouring, query=query)
     valid, mu, q, n, target = _sanitize(mu, q, n, target, tol_a, query)
     nan, one = np.float64(np.nan), np.float64(1.0)
     p = _plan_stage(mu, q, n, target, tol_a, nan, one, **static)
@@ -425,7 +454,7 @@ def schedule_epsilon(
     steps,
     delta,
     *,
-    d: int = 1,
+    d: int | Sequence[int] = 1,
     adversary: str = "npo",
     neighbouring: str = "add_remove",
     tol: float = 1e-3,
@@ -444,7 +473,9 @@ def schedule_epsilon(
       sampling_rate: q in (0, 1], scalar or shape (K,).
       steps: non-negative integers, scalar or shape (K,) (at least one positive).
       delta: δ in (0, 1) (scalar; ``jax.vmap`` over it for several).
-      d: query dimension seen by the GLRT adversary (ignored by NPO).
+      d: query dimension seen by the GLRT adversary (ignored by NPO): an integer ≥ 1,
+        or one per phase, shape (K,) (concrete; every ``d`` other than all-ones shares
+        one compiled program, the values are data).
       adversary: ``"npo"`` or ``"glrt"``.
       neighbouring: ``"add_remove"`` or ``"replace_one"``.
       tol: relative accuracy of the upper bound: the per-round grids and the
@@ -477,6 +508,11 @@ def schedule_epsilon(
       >>> b = accountant.schedule_epsilon([1.0, 2.0], [0.01, 0.02], [500, 500], 1e-5)
       >>> bool(b.lower <= b.upper)
       True
+      >>> # GLRT, a different query dimension in each phase (e.g. layers trained in turn)
+      >>> g = accountant.schedule_epsilon(
+      ...     [1.0, 2.0], [0.01, 0.02], [500, 500], 1e-5, adversary="glrt", d=[10, 100])
+      >>> bool(g.upper < b.lower)
+      True
     """
     return _query(
         "epsilon",
@@ -499,7 +535,7 @@ def schedule_delta(
     steps,
     epsilon,
     *,
-    d: int = 1,
+    d: int | Sequence[int] = 1,
     adversary: str = "npo",
     neighbouring: str = "add_remove",
     tol: float = 1e-3,

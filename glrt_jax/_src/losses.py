@@ -133,21 +133,25 @@ def _glrtd_base_tails(mu, b, d):
     return tuple(jnp.where(pos, o, lim) for o, lim in zip(out, lims, strict=True))
 
 
-def dimension_key(adversary, d):
+def dimension_key(adversary, d, phases):
     """The static and the dynamic part of the query dimension, for a compiled program.
 
-    Programs depend on ``d`` only through the method: the closed form of GLRT with
-    ``d = 1`` (static ``1``) or the non-central χ² tails for any ``d > 1`` (static
-    ``"any"``, the value passed as data), so every ``d > 1`` shares one program. NPO does
-    not depend on ``d``.
+    ``d``: an int, or a tuple of ints, one per phase (fewer than ``phases``: the padding
+    phases repeat the first). Programs depend on ``d`` only through the method: the
+    closed form of GLRT with ``d = 1`` in every phase (static ``1``) or the non-central χ²
+    tails (static ``"any"``; the per-phase values, shape ``(phases,)``, are data), so every
+    other ``d`` shares one program. NPO does not depend on ``d``.
     """
-    if adversary == "glrt" and d != 1:
-        return "any", np.float64(d)
-    return 1, np.float64(1.0)
+    dv = np.asarray(d, np.float64).reshape(-1)
+    dv = np.concatenate([dv, np.full(phases - dv.size, dv[0])]) if dv.size > 1 else dv
+    dv = np.broadcast_to(dv, (phases,))
+    if adversary == "glrt" and np.any(dv != 1):
+        return "any", dv
+    return 1, np.ones(phases)
 
 
 def dimension(static, value):
-    """``d`` inside a program from :func:`dimension_key`'s parts: the int 1, or the value."""
+    """A phase's ``d`` inside a program from :func:`dimension_key`'s parts: 1, or the value."""
     return 1 if static == 1 else value
 
 

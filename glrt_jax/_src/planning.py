@@ -92,7 +92,8 @@ def _phase_support(adversary, d, directions, mu, q, log_m):
 def plan(adversary, d, neighbouring, mu, q, n, query, target, tol, hint=jnp.nan, tau_scale=1.0):
     """The plan of one query: tilt, window, smoothing and the sizes they need (no sizes used).
 
-    ``mu``, ``q``, ``n``: per phase, shape (K,). ``hint``/``tau_scale``: see
+    ``mu``, ``q``, ``n``: per phase, shape (K,). ``d``: :func:`glrt_jax._src.losses.dimension_key`'s
+    pair (static part, per-phase values of shape (K,)). ``hint``/``tau_scale``: see
     :func:`glrt_jax._src.composition.compose_query`. Every field is per direction of the
     neighbouring relation (leading axis), except the per-phase planning points and pmf.
     """
@@ -104,8 +105,11 @@ def plan(adversary, d, neighbouring, mu, q, n, query, target, tol, hint=jnp.nan,
 
     ts = jnp.asarray(_T_POS)
 
-    def one(m, r):
-        lo, hi, xp, pp = _phase_support(adversary, d, directions, m, r, log_m)
+    d_static, dv = d
+
+    def one(m, r, dk):
+        dk = losses.dimension(d_static, dk)
+        lo, hi, xp, pp = _phase_support(adversary, dk, directions, m, r, log_m)
         return lo, hi, xp, pp, jax.vmap(lambda x, w: grids.log_mgf(x, w, ts))(xp, pp)
 
     # Phases in batches (a vmap within, a scan across: the (T, P) exponentials of every
@@ -115,14 +119,14 @@ def plan(adversary, d, neighbouring, mu, q, n, query, target, tol, hint=jnp.nan,
     # compiled program.)
     kk = mu.shape[0]
     size = 1 if kk <= PHASE_FLOOR else math.gcd(kk, _BATCH)
-    batches = [v.reshape((kk // size, size)) for v in (mu, q, n)]
+    batches = [v.reshape((kk // size, size)) for v in (mu, q, n, dv)]
     first = jnp.arange(kk // size) == 0
-    init = jax.eval_shape(jax.vmap(one), batches[0][0], batches[1][0])
+    init = jax.eval_shape(jax.vmap(one), batches[0][0], batches[1][0], batches[3][0])
     init = jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), init)
 
     def body(prev, batch):
-        m, r, k, is_first = batch
-        out = lax.cond(jnp.any(k > 0) | is_first, lambda: jax.vmap(one)(m, r), lambda: prev)
+        m, r, k, dk, is_first = batch
+        out = lax.cond(jnp.any(k > 0) | is_first, lambda: jax.vmap(one)(m, r, dk), lambda: prev)
         return out, out
 
     _, out = lax.scan(body, init, (*batches, first))

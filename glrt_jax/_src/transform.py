@@ -22,7 +22,7 @@ import numpy as np
 from jax import lax
 from jax.scipy.special import logsumexp
 
-from glrt_jax._src import grids, nufft
+from glrt_jax._src import grids, losses, nufft
 from glrt_jax._src.shapes import PHASE_FLOOR
 
 # Unit roundoff of float64 (the engine's error terms are in units of it).
@@ -73,7 +73,8 @@ def phase_sums(mu, q, n, p, a, dw, tilts, *, adversary, d, directions, B, J):
       mu, q, n: per phase, shape (K,) (padding phases have ``n = 0``).
       p: the :class:`glrt_jax._src.planning.Plan` (planning points and pmf per phase).
       a, dw, tilts: per direction: damping, node spacing and the bound tilts.
-      adversary, d, directions: the round's loss; B, J: grid points and nodes.
+      adversary, d, directions: the round's loss (``d``: the pair of
+        :func:`glrt_jax._src.losses.dimension_key`, per phase); B, J: grid points and nodes.
 
     Returns:
       ``(upper_side, lower_side, (keep, dv))``, leaves with a leading direction axis:
@@ -84,10 +85,12 @@ def phase_sums(mu, q, n, p, a, dw, tilts, *, adversary, d, directions, B, J):
     is_add = grids.direction_flags(directions)
     add_axis = None if is_add is None else 0
 
-    def one_direction(m, r, xp, pp, a_i, dw_i, b_i, add_i):
+    d_static, dv = d
+
+    def one_direction(m, r, dk, xp, pp, a_i, dw_i, b_i, add_i):
         """One phase's terms in one direction (per round)."""
         x = lax.stop_gradient(grids.companded_grid(xp, pp, a_i, B))
-        pi, kappa, outside = grids.bins(adversary, d, add_i, m, r, x)
+        pi, kappa, outside = grids.bins(adversary, dk, add_i, m, r, x)
         p_up, up = grids.split(pi, kappa, x)
         x_lo, p_lo = grids.merge(pi, kappa, x)
         x_lo = lax.stop_gradient(x_lo)
@@ -111,19 +114,20 @@ def phase_sums(mu, q, n, p, a, dw, tilts, *, adversary, d, directions, B, J):
         keep = jnp.log1p(-jnp.minimum(outside, 1.0))
         return sides[0], sides[1], (keep, dv)
 
-    per_direction = jax.vmap(one_direction, in_axes=(None, None, 0, 0, 0, 0, 0, add_axis))
+    per_direction = jax.vmap(one_direction, in_axes=(None, None, None, 0, 0, 0, 0, 0, add_axis))
 
     def contribution(args):
         """One phase's terms, already multiplied by its count (zero for padding)."""
-        m, r, k, xp, pp = args
-        terms = per_direction(m, r, xp, pp, a, dw, tilts, is_add)
+        m, r, k, dk, xp, pp = args
+        dk = losses.dimension(d_static, dk)
+        terms = per_direction(m, r, dk, xp, pp, a, dw, tilts, is_add)
         kf = k.astype(jnp.float64)
         return jax.tree_util.tree_map(lambda v: jnp.where(k > 0, kf * v, 0.0 * v), terms)
 
     # Phases in chunks: a scan over chunks (memory of one chunk), a vmap within.
     kk = mu.shape[0]
     chunk = 1 if kk <= PHASE_FLOOR else math.gcd(kk, _CHUNK)
-    xs = (mu, q, n, p.xp, p.pp)
+    xs = (mu, q, n, dv, p.xp, p.pp)
     xs = jax.tree_util.tree_map(lambda v: v.reshape((kk // chunk, chunk) + v.shape[1:]), xs)
 
     def body(acc, block):
