@@ -140,24 +140,26 @@ def _sanitize(mu, q, n, target, tol, query):
 
 
 @functools.partial(jax.jit, static_argnames=("adversary", "d", "neighbouring", "query"))
-def _plan_program(mu, q, n, target, tol, hint, tau_scale, dv, *, adversary, d, neighbouring, query):
-    d = (d, dv)
+def _plan_program(
+    mu, q, n, target, tol, hint, tau_scale, d_values, *, adversary, d, neighbouring, query
+):
+    d = (d, d_values)
     p = planning.plan(adversary, d, neighbouring, mu, q, n, query, target, tol, hint, tau_scale)
     return jax.tree_util.tree_map(jax.lax.stop_gradient, p)
 
 
 def _plan_stage(mu, q, n, target, tol, hint, tau_scale, *, adversary, d, neighbouring, query):
     # One program for every d other than 1 (per phase or not): d is data.
-    d, dv = losses.dimension_key(adversary, d, mu.shape[0])
+    d, d_values = losses.dimension_key(adversary, d, mu.shape[0])
     return _plan_program(
-        mu, q, n, target, tol, hint, tau_scale, dv,
+        mu, q, n, target, tol, hint, tau_scale, d_values,
         adversary=adversary, d=d, neighbouring=neighbouring, query=query,
     )  # fmt: skip
 
 
 @functools.partial(jax.jit, static_argnames=("adversary", "d", "neighbouring", "B", "J"))
-def _sums_program(mu, q, n, p, dv, *, adversary, d, neighbouring, B, J):
-    d = (d, dv)
+def _sums_program(mu, q, n, p, d_values, *, adversary, d, neighbouring, B, J):
+    d = (d, d_values)
     tau = planning.smoothing_width(p, J)
     tilts = planning.bound_tilts(p)
     carry = transform.phase_sums(
@@ -184,9 +186,9 @@ def _bounds_stage(carry, p, tau, tilts, n_tot, target, gam, valid, *, J, query):
 
 
 def _staged(valid, mu, q, n, target, p, *, adversary, d, neighbouring, B, J, query):
-    d, dv = losses.dimension_key(adversary, d, mu.shape[0])
+    d, d_values = losses.dimension_key(adversary, d, mu.shape[0])
     carry, tau, tilts = _sums_program(
-        mu, q, n, p, dv, adversary=adversary, d=d, neighbouring=neighbouring, B=B, J=J
+        mu, q, n, p, d_values, adversary=adversary, d=d, neighbouring=neighbouring, B=B, J=J
     )
     gam = (B + 4) * UNIT_ROUNDOFF
     # Only per-direction data goes on: the bounds program does not depend on K.
@@ -311,6 +313,10 @@ def validate_options(adversary, d, neighbouring):
     """Eager checks of the adversary, the query dimension and the neighbouring relation."""
     check_choice("adversary", adversary, ADVERSARIES)
     check_choice("neighbouring", neighbouring, NEIGHBOURINGS)
+    _check_dimension(d)
+
+
+def _check_dimension(d):
     if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 1:
         raise ValueError(f"d must be an integer in [1, inf); got {d!r}")
 
@@ -325,7 +331,7 @@ def phase_dimensions(d, phases):
         raise ValueError("d must be concrete (it selects the compiled program); got a tracer")
     arr = np.asarray(d)
     if arr.ndim == 0:
-        validate_options("npo", d if isinstance(d, bool) else arr.item(), "add_remove")
+        _check_dimension(d if isinstance(d, bool) else arr.item())
         return int(arr)
     if arr.ndim > 1 or arr.size == 0:
         raise ValueError(f"d must be an integer or a 1-D array, one per phase; got {d!r}")

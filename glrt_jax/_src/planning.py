@@ -105,7 +105,7 @@ def plan(adversary, d, neighbouring, mu, q, n, query, target, tol, hint=jnp.nan,
 
     ts = jnp.asarray(_T_POS)
 
-    d_static, dv = d
+    d_static, d_values = d
 
     def one(m, r, dk):
         dk = losses.dimension(d_static, dk)
@@ -119,7 +119,7 @@ def plan(adversary, d, neighbouring, mu, q, n, query, target, tol, hint=jnp.nan,
     # compiled program.)
     kk = mu.shape[0]
     size = 1 if kk <= PHASE_FLOOR else math.gcd(kk, _BATCH)
-    batches = [v.reshape((kk // size, size)) for v in (mu, q, n, dv)]
+    batches = [v.reshape((kk // size, size)) for v in (mu, q, n, d_values)]
     first = jnp.arange(kk // size) == 0
     init = jax.eval_shape(jax.vmap(one), batches[0][0], batches[1][0], batches[3][0])
     init = jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), init)

@@ -85,7 +85,7 @@ def phase_sums(mu, q, n, p, a, dw, tilts, *, adversary, d, directions, B, J):
     is_add = grids.direction_flags(directions)
     add_axis = None if is_add is None else 0
 
-    d_static, dv = d
+    d_static, d_values = d
 
     def one_direction(m, r, dk, xp, pp, a_i, dw_i, b_i, add_i):
         """One phase's terms in one direction (per round)."""
@@ -127,7 +127,7 @@ def phase_sums(mu, q, n, p, a, dw, tilts, *, adversary, d, directions, B, J):
     # Phases in chunks: a scan over chunks (memory of one chunk), a vmap within.
     kk = mu.shape[0]
     chunk = 1 if kk <= PHASE_FLOOR else math.gcd(kk, _CHUNK)
-    xs = (mu, q, n, dv, p.xp, p.pp)
+    xs = (mu, q, n, d_values, p.xp, p.pp)
     xs = jax.tree_util.tree_map(lambda v: v.reshape((kk // chunk, chunk) + v.shape[1:]), xs)
 
     def body(acc, block):
