@@ -29,7 +29,7 @@ from jax import lax
 from jax.scipy.special import logsumexp
 
 from glrt_jax._src import grids, losses
-from glrt_jax._src.shapes import PHASE_FLOOR
+from glrt_jax._src.shapes import phase_block
 
 # Chernoff tilts of the planner.
 _T_POS = np.geomspace(1e-3, 1e6, 73)
@@ -118,7 +118,7 @@ def plan(adversary, d, neighbouring, mu, q, n, query, target, tol, hint=jnp.nan,
     # first batch is always computed, inside the scan: one copy of ``one`` in the
     # compiled program.)
     kk = mu.shape[0]
-    size = 1 if kk <= PHASE_FLOOR else math.gcd(kk, _BATCH)
+    size = phase_block(kk, _BATCH)
     batches = [v.reshape((kk // size, size)) for v in (mu, q, n, d_values)]
     first = jnp.arange(kk // size) == 0
     init = jax.eval_shape(jax.vmap(one), batches[0][0], batches[1][0], batches[3][0])

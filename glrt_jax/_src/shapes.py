@@ -38,6 +38,15 @@ def bucket(n: int, minimum: int = MIN_BUCKET) -> int:
 PHASE_FLOOR = 8
 
 
+def phase_block(phases: int, block: int) -> int:
+    """Phases computed together (vmapped) per step of the engine's scans over phases.
+
+    1 for buckets of at most :data:`PHASE_FLOOR` phases (padding skipped one by one), else
+    the largest divisor of ``phases`` up to ``block`` (both powers of two: ``block``).
+    """
+    return 1 if phases <= PHASE_FLOOR else math.gcd(phases, block)
+
+
 def pad_phases(sig, q, n, xp=np):
     """Phases padded to ``bucket(K, minimum=PHASE_FLOOR)``: copies of phase 0 composed 0 times.
 

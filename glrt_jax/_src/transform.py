@@ -23,7 +23,7 @@ from jax import lax
 from jax.scipy.special import logsumexp
 
 from glrt_jax._src import grids, losses, nufft
-from glrt_jax._src.shapes import PHASE_FLOOR
+from glrt_jax._src.shapes import phase_block
 
 # Unit roundoff of float64 (the engine's error terms are in units of it).
 UNIT_ROUNDOFF = 0.5 * float(np.finfo(np.float64).eps)
@@ -126,7 +126,7 @@ def phase_sums(mu, q, n, p, a, dw, tilts, *, adversary, d, directions, B, J):
 
     # Phases in chunks: a scan over chunks (memory of one chunk), a vmap within.
     kk = mu.shape[0]
-    chunk = 1 if kk <= PHASE_FLOOR else math.gcd(kk, _CHUNK)
+    chunk = phase_block(kk, _CHUNK)
     xs = (mu, q, n, d_values, p.xp, p.pp)
     xs = jax.tree_util.tree_map(lambda v: v.reshape((kk // chunk, chunk) + v.shape[1:]), xs)
 
