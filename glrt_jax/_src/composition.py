@@ -118,11 +118,12 @@ class Bounds(NamedTuple):
 # The three stages of a query, each its own compiled program when called eagerly
 # ---------------------------------------------------------------------------
 #
-# plan (per adversary, d, neighbouring, query and number of phases) → phase sums (per
-# adversary, d, neighbouring, B, J and number of phases) → bounds (per J and query
-# only). Under an outer jit they are traced into one program; eagerly, a plan serves
-# every size choice (and the size choice itself), and the bounds program is shared by
-# both adversaries, every d and every B.
+# plan (per static loss key, query and number of phases) → phase sums (per static loss
+# key, B, J and number of phases) → bounds (per J and query only). The static loss key
+# (losses.program_key) is the same for NPO and GLRT with d = 1 (the two rows of a
+# report), and one other serves GLRT with every other d. Under an outer jit the stages are
+# traced into one program; eagerly, a plan serves every size choice (and the size choice
+# itself), and the bounds program is shared by both adversaries, every d and every B.
 
 
 @functools.partial(jax.jit, static_argnames=("query",))
@@ -139,43 +140,25 @@ def _sanitize(mu, q, n, target, tol, query):
     return valid, mu, q, n, target
 
 
-@functools.partial(jax.jit, static_argnames=("adversary", "d", "neighbouring", "query"))
-def _plan_program(
-    mu, q, n, target, tol, hint, tau_scale, d_values, *, adversary, d, neighbouring, query
-):
-    d = (d, d_values)
-    p = planning.plan(adversary, d, neighbouring, mu, q, n, query, target, tol, hint, tau_scale)
+@functools.partial(jax.jit, static_argnames=("loss", "query"))
+def _plan_program(mu, q, n, target, tol, hint, tau_scale, values, *, loss, query):
+    p = planning.plan(loss, values, mu, q, n, query, target, tol, hint, tau_scale)
     return jax.tree_util.tree_map(jax.lax.stop_gradient, p)
 
 
 def _plan_stage(mu, q, n, target, tol, hint, tau_scale, *, adversary, d, neighbouring, query):
-    # One program for every d other than 1 (per phase or not): d is data.
-    d, d_values = losses.dimension_key(adversary, d, mu.shape[0])
-    return _plan_program(
-        mu, q, n, target, tol, hint, tau_scale, d_values,
-        adversary=adversary, d=d, neighbouring=neighbouring, query=query,
-    )  # fmt: skip
+    # Programs are keyed on the loss's static part (losses.program_key): NPO and GLRT with
+    # d = 1 share one, every other d shares one (d is data).
+    loss, values = losses.program_key(adversary, d, neighbouring, mu.shape[0])
+    return _plan_program(mu, q, n, target, tol, hint, tau_scale, values, loss=loss, query=query)
 
 
-@functools.partial(jax.jit, static_argnames=("adversary", "d", "neighbouring", "B", "J"))
-def _sums_program(mu, q, n, p, d_values, *, adversary, d, neighbouring, B, J):
-    d = (d, d_values)
+@functools.partial(jax.jit, static_argnames=("loss", "B", "J"))
+def _sums_program(mu, q, n, p, values, *, loss, B, J):
     tau = planning.smoothing_width(p, J)
     tilts = planning.bound_tilts(p)
-    carry = transform.phase_sums(
-        mu,
-        q,
-        n,
-        p,
-        p.a,
-        2.0 * jnp.pi / p.W,
-        tilts,
-        adversary=adversary,
-        d=d,
-        directions=losses.directions(adversary, neighbouring),
-        B=B,
-        J=J,
-    )
+    dw = 2.0 * jnp.pi / p.W
+    carry = transform.phase_sums(mu, q, n, p, values, p.a, dw, tilts, loss=loss, B=B, J=J)
     return carry, tau, tilts
 
 
@@ -186,10 +169,8 @@ def _bounds_stage(carry, p, tau, tilts, n_tot, target, gam, valid, *, J, query):
 
 
 def _staged(valid, mu, q, n, target, p, *, adversary, d, neighbouring, B, J, query):
-    d, d_values = losses.dimension_key(adversary, d, mu.shape[0])
-    carry, tau, tilts = _sums_program(
-        mu, q, n, p, d_values, adversary=adversary, d=d, neighbouring=neighbouring, B=B, J=J
-    )
+    loss, values = losses.program_key(adversary, d, neighbouring, mu.shape[0])
+    carry, tau, tilts = _sums_program(mu, q, n, p, values, loss=loss, B=B, J=J)
     gam = (B + 4) * UNIT_ROUNDOFF
     # Only per-direction data goes on: the bounds program does not depend on K.
     per_direction = p._replace(xp=None, pp=None)

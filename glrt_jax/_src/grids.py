@@ -30,6 +30,8 @@ from glrt_jax._src import losses
 _N_UNIFORM = 256
 _N_GEOM = 192
 _GEOM = np.geomspace(1e-13, 1.0, _N_GEOM)
+# Planning points per direction in all (:func:`planning_points`).
+N_PLANNING = _N_UNIFORM + 4 * _N_GEOM
 
 
 def safe_log(v):

@@ -38,9 +38,10 @@ the paper's Theorem 2, where the adversary averages the rounds first
 (``λ_total = NΔ²/σ²``); that case has a closed form and lives in :mod:`glrt_jax._src.accountant`.
 
 This module gives, for loss levels ``x``, the four tail masses of one round
-(:func:`segment_tails`), the directions composed for a neighbouring relation
-(:func:`directions`) and the loss range holding all but a given mass
-(:func:`probe_ranges`); :mod:`glrt_jax._src.composition` builds on them.
+(:func:`segment_tails`), the static key and per-phase values the engine's programs are
+compiled for (:func:`program_key`, with the directions they compose) and the loss range
+holding all but a given mass (:func:`probe_ranges`); :mod:`glrt_jax._src.composition`
+builds on them.
 """
 
 from __future__ import annotations
@@ -133,36 +134,51 @@ def _glrtd_base_tails(mu, b, d):
     return tuple(jnp.where(pos, o, lim) for o, lim in zip(out, lims, strict=True))
 
 
-def dimension_key(adversary, d, phases):
-    """The static and the dynamic part of the query dimension, for a compiled program.
+def program_key(adversary, d, neighbouring, phases):
+    """The static loss and the per-phase values that the engine's programs are compiled for.
 
     ``d``: an int, or a tuple of ints, one per phase (fewer than ``phases``: the padding
-    phases repeat the first). Programs depend on ``d`` only through the method: the
-    closed form of GLRT with ``d = 1`` in every phase (static ``1``) or the non-central χ²
-    tails (static ``"any"``; the per-phase values, shape ``(phases,)``, are data), so every
-    other ``d`` shares one program. NPO does not depend on ``d``.
+    phases repeat the first). A compiled program depends on the query's loss only through
+    the static key, so queries that differ only in the values share it:
+
+    * ``"npo"``: NPO under ``"replace_one"`` (its one symmetric pair); values unused.
+    * ``"closed"``: the closed-form tails with the add and remove pairs, chosen per phase
+      by the value: NPO (0) or GLRT with ``d = 1`` (1). The two rows of a report (NPO, and
+      GLRT with ``d = 1``) share one program per stage.
+    * ``"glrt"``: GLRT through the non-central χ² tails; the values are the per-phase
+      ``d`` (every ``d`` other than all ones shares one program).
+
+    Returns:
+      ``(loss, values)``: the static key and float64 values of shape ``(phases,)``.
     """
     dv = np.asarray(d, np.float64).reshape(-1)
     dv = np.concatenate([dv, np.full(phases - dv.size, dv[0])]) if dv.size > 1 else dv
     dv = np.broadcast_to(dv, (phases,))
     if adversary == "glrt" and np.any(dv != 1):
-        return "any", dv
-    return 1, np.ones(phases)
+        return "glrt", dv
+    if adversary == "npo" and neighbouring == "replace_one":
+        return "npo", np.ones(phases)
+    return "closed", np.full(phases, 0.0 if adversary == "npo" else 1.0)
 
 
-def dimension(static, value):
-    """A phase's ``d`` inside a program from :func:`dimension_key`'s parts: 1, or the value."""
-    return 1 if static == 1 else value
+def loss_directions(loss):
+    """The directions a program for :func:`program_key`'s static ``loss`` composes."""
+    return ("replace",) if loss == "npo" else ("remove", "add")
 
 
 def _is_one(d):
-    """Whether ``d`` is the static 1 of :func:`dimension` (a traced ``d`` is never)."""
+    """Whether ``d`` is a static 1 (a traced ``d`` is never)."""
     return isinstance(d, (int, np.integer)) and d == 1
 
 
 def _base_tails(adversary, d, mu, b):
+    """Tails of the base loss: ``adversary`` "npo", "glrt" (``d`` static 1 or data) or
+    "closed" (``d`` the per-phase choice of :func:`program_key`: 0 NPO, 1 GLRT, d = 1)."""
     if adversary == "npo":
         return _npo_base_tails(mu, b)
+    if adversary == "closed":
+        npo, glrt = _npo_base_tails(mu, b), _glrt1_base_tails(mu, b)
+        return tuple(jnp.where(d == 0, u, v) for u, v in zip(npo, glrt, strict=True))
     if _is_one(d):
         return _glrt1_base_tails(mu, b)
     return _glrtd_base_tails(mu, b, d)
@@ -300,12 +316,6 @@ def probe_tails(adversary, d, mu, q, x, is_add):
         return _glrtd_probe_tails(mu, q, x, is_add, d)
     sp, fp, _, _ = segment_tails(adversary, d, mu, q, x, is_add)
     return sp, fp
-
-
-def directions(adversary, neighbouring):
-    if neighbouring == "replace_one" and adversary == "npo":
-        return ("replace",)
-    return ("remove", "add")
 
 
 def probe_ranges(adversary, d, directions, mu, q, m, bound):

@@ -74,30 +74,31 @@ class Plan(NamedTuple):
     j_need: Any
 
 
-def _phase_support(adversary, d, directions, mu, q, log_m):
+def _phase_support(loss, value, directions, mu, q, log_m):
     """Planning points, split pmf and ranges of one phase, per direction."""
     bound = 0.5 * mu * mu + 40.0 * mu + 10.0 - jnp.log(q)
-    lo, hi = losses.probe_ranges(adversary, d, directions, mu, q, jnp.exp(log_m), bound)
+    lo, hi = losses.probe_ranges(loss, value, directions, mu, q, jnp.exp(log_m), bound)
     is_add = grids.direction_flags(directions)
 
     def one(lo_i, hi_i, add_i):
         x = grids.planning_points(lo_i, hi_i)
-        pi, kappa, _ = grids.bins(adversary, d, add_i, mu, q, x)
+        pi, kappa, _ = grids.bins(loss, value, add_i, mu, q, x)
         return x, grids.split(pi, kappa, x)[0]
 
     xs, ps = jax.vmap(one, in_axes=(0, 0, None if is_add is None else 0))(lo, hi, is_add)
     return lo, hi, xs, ps
 
 
-def plan(adversary, d, neighbouring, mu, q, n, query, target, tol, hint=jnp.nan, tau_scale=1.0):
+def plan(loss, values, mu, q, n, query, target, tol, hint=jnp.nan, tau_scale=1.0):
     """The plan of one query: tilt, window, smoothing and the sizes they need (no sizes used).
 
-    ``mu``, ``q``, ``n``: per phase, shape (K,). ``d``: :func:`glrt_jax._src.losses.dimension_key`'s
-    pair (static part, per-phase values of shape (K,)). ``hint``/``tau_scale``: see
-    :func:`glrt_jax._src.composition.compose_query`. Every field is per direction of the
-    neighbouring relation (leading axis), except the per-phase planning points and pmf.
+    ``mu``, ``q``, ``n``: per phase, shape (K,). ``loss``, ``values``: the round's loss,
+    :func:`glrt_jax._src.losses.program_key`'s static key and per-phase values (K,).
+    ``hint``/``tau_scale``: see :func:`glrt_jax._src.composition.compose_query`. Every
+    field is per direction of the neighbouring relation (leading axis), except the
+    per-phase planning points and pmf.
     """
-    directions = losses.directions(adversary, neighbouring)
+    directions = losses.loss_directions(loss)
     nf = n.astype(jnp.float64)
     n_tot = jnp.sum(nf)
     log_target = jnp.log(target) if query == "epsilon" else jnp.log(1e-12)
@@ -105,11 +106,8 @@ def plan(adversary, d, neighbouring, mu, q, n, query, target, tol, hint=jnp.nan,
 
     ts = jnp.asarray(_T_POS)
 
-    d_static, d_values = d
-
     def one(m, r, dk):
-        dk = losses.dimension(d_static, dk)
-        lo, hi, xp, pp = _phase_support(adversary, dk, directions, m, r, log_m)
+        lo, hi, xp, pp = _phase_support(loss, dk, directions, m, r, log_m)
         return lo, hi, xp, pp, jax.vmap(lambda x, w: grids.log_mgf(x, w, ts))(xp, pp)
 
     # Phases in batches (a vmap within, a scan across: the (T, P) exponentials of every
@@ -119,10 +117,14 @@ def plan(adversary, d, neighbouring, mu, q, n, query, target, tol, hint=jnp.nan,
     # compiled program.)
     kk = mu.shape[0]
     size = phase_block(kk, _BATCH)
-    batches = [v.reshape((kk // size, size)) for v in (mu, q, n, d_values)]
+    batches = [v.reshape((kk // size, size)) for v in (mu, q, n, values)]
     first = jnp.arange(kk // size) == 0
-    init = jax.eval_shape(jax.vmap(one), batches[0][0], batches[1][0], batches[3][0])
-    init = jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), init)
+    # Zeros shaped like a batch of ``one``'s output (written out: jax.eval_shape would trace
+    # ``one`` a second time; a mismatch fails the scan's carry check).
+    n_dir = len(directions)
+    ends = jnp.zeros((size, n_dir))
+    pts = jnp.zeros((size, n_dir, grids.N_PLANNING))
+    init = (ends, ends, pts, pts, jnp.zeros((size, n_dir, ts.shape[0])))
 
     def body(prev, batch):
         m, r, k, dk, is_first = batch

@@ -66,15 +66,17 @@ def row_length(J):
     return 1 << max(3, (int(math.isqrt(J)) - 1).bit_length())
 
 
-def phase_sums(mu, q, n, p, a, dw, tilts, *, adversary, d, directions, B, J):
+def phase_sums(mu, q, n, p, values, a, dw, tilts, *, loss, B, J):
     """Σ_k n_k × (phase k's per-round terms), per direction.
 
     Args:
       mu, q, n: per phase, shape (K,) (padding phases have ``n = 0``).
       p: the :class:`glrt_jax._src.planning.Plan` (planning points and pmf per phase).
+      values: per phase, shape (K,): the loss's values of
+        :func:`glrt_jax._src.losses.program_key`.
       a, dw, tilts: per direction: damping, node spacing and the bound tilts.
-      adversary, d, directions: the round's loss (``d``: the pair of
-        :func:`glrt_jax._src.losses.dimension_key`, per phase); B, J: grid points and nodes.
+      loss: the static key of :func:`glrt_jax._src.losses.program_key`; B, J: grid
+        points and nodes.
 
     Returns:
       ``(upper_side, lower_side, (keep, dv))``, leaves with a leading direction axis:
@@ -82,15 +84,13 @@ def phase_sums(mu, q, n, p, a, dw, tilts, *, adversary, d, directions, B, J):
       mean, log M(a), log MGFs at the tilts)`` summed over rounds; ``keep`` is the log
       of the mass inside the grids, ``dv`` the split's added tilted variance.
     """
-    is_add = grids.direction_flags(directions)
+    is_add = grids.direction_flags(losses.loss_directions(loss))
     add_axis = None if is_add is None else 0
-
-    d_static, d_values = d
 
     def one_direction(m, r, dk, xp, pp, a_i, dw_i, b_i, add_i):
         """One phase's terms in one direction (per round)."""
         x = lax.stop_gradient(grids.companded_grid(xp, pp, a_i, B))
-        pi, kappa, outside = grids.bins(adversary, dk, add_i, m, r, x)
+        pi, kappa, outside = grids.bins(loss, dk, add_i, m, r, x)
         p_up, up = grids.split(pi, kappa, x)
         x_lo, p_lo = grids.merge(pi, kappa, x)
         x_lo = lax.stop_gradient(x_lo)
@@ -119,7 +119,6 @@ def phase_sums(mu, q, n, p, a, dw, tilts, *, adversary, d, directions, B, J):
     def contribution(args):
         """One phase's terms, already multiplied by its count (zero for padding)."""
         m, r, k, dk, xp, pp = args
-        dk = losses.dimension(d_static, dk)
         terms = per_direction(m, r, dk, xp, pp, a, dw, tilts, is_add)
         kf = k.astype(jnp.float64)
         return jax.tree_util.tree_map(lambda v: jnp.where(k > 0, kf * v, 0.0 * v), terms)
@@ -127,7 +126,7 @@ def phase_sums(mu, q, n, p, a, dw, tilts, *, adversary, d, directions, B, J):
     # Phases in chunks: a scan over chunks (memory of one chunk), a vmap within.
     kk = mu.shape[0]
     chunk = phase_block(kk, _CHUNK)
-    xs = (mu, q, n, d_values, p.xp, p.pp)
+    xs = (mu, q, n, values, p.xp, p.pp)
     xs = jax.tree_util.tree_map(lambda v: v.reshape((kk // chunk, chunk) + v.shape[1:]), xs)
 
     def body(acc, block):
@@ -139,8 +138,24 @@ def phase_sums(mu, q, n, p, a, dw, tilts, *, adversary, d, directions, B, J):
         # A chunk of padding phases (n = 0) adds exactly nothing: not computed.
         return lax.cond(jnp.any(block[2] > 0), add, lambda a: a, acc), None
 
-    init = jax.tree_util.tree_map(
-        jnp.zeros_like, jax.eval_shape(contribution, jax.tree_util.tree_map(lambda v: v[0, 0], xs))
-    )
-    carry, _ = lax.scan(body, init, xs)  # leaves with a leading direction axis
-    return carry
+    n_dir = 1 if is_add is None else is_add.shape[0]
+    carry, _ = lax.scan(body, _zero_terms(n_dir, J, tilts.shape[-1]), xs)
+    return carry  # leaves with a leading direction axis
+
+
+def _zero_terms(n_dir, J, n_tilts):
+    """Zeros shaped like one phase's terms (``one_direction``'s output over the directions).
+
+    Written out rather than found by ``jax.eval_shape``, which would trace the per-phase
+    code a second time (half the tracing time of a query); a mismatch fails the scan's
+    carry check.
+    """
+
+    def zeros(*shape, dtype=jnp.float64):
+        return jnp.zeros((n_dir, *shape), dtype)
+
+    def side():  # log1p terms, their log upper bounds, rounding, tilted mean, log M(a), MGFs
+        l1p = zeros(J, dtype=jnp.complex128)
+        return (l1p, zeros(J), zeros(J), zeros(), zeros(), zeros(n_tilts))
+
+    return side(), side(), (zeros(), zeros())
