@@ -17,6 +17,7 @@ from dp_accounting.pld import pld_privacy_accountant
 from scipy import optimize, stats
 
 from glrt_jax import accountant
+from glrt_jax._src import composition
 
 SZ = dict(points=512, nodes=4096)  # fixed sizes, as under jit
 
@@ -161,18 +162,45 @@ def test_small_q_large_steps_answers_finite_and_tighter_than_default_peer():
     assert np.isfinite(float(b.upper)) and float(b.lower) < float(b.upper) < 1.479
 
 
+def _unmerged(sig, q, n, target, **kw):
+    """schedule_epsilon with repeated phases kept apart: the engine's own composition."""
+    opts = dict(d=1, adversary="npo", neighbouring="add_remove", tol=1e-3, **SZ)
+    return composition._query("epsilon", sig, q, n, target, merge=False, **(opts | kw))
+
+
 def test_phases_merge_and_permute():
     sig, q, n = np.array([1.2, 0.9, 1.2]), np.array([0.01, 0.02, 0.01]), np.array([300, 200, 500])
-    a = accountant.schedule_epsilon(sig, q, n, 1e-6, **SZ)
-    b = accountant.schedule_epsilon(sig[::-1], q[::-1], n[::-1], 1e-6, **SZ)
+    a = _unmerged(sig, q, n, 1e-6)
+    b = _unmerged(sig[::-1], q[::-1], n[::-1], 1e-6)
     # Merged (1.2 for 800 steps) and split (0.9 for 150 + 50): three phases, as above, so
     # that one compiled program serves the whole test.
-    c = accountant.schedule_epsilon([1.2, 0.9, 0.9], [0.01, 0.02, 0.02], [800, 150, 50], 1e-6, **SZ)
+    c = _unmerged([1.2, 0.9, 0.9], [0.01, 0.02, 0.02], [800, 150, 50], 1e-6)
     chex.assert_trees_all_close(a, b, rtol=1e-9)
     chex.assert_trees_all_close(a, c, rtol=1e-9)
     # Zero-step phases compose to nothing.
-    d = accountant.schedule_epsilon([1.2, 0.9, 0.3], [0.01, 0.02, 0.5], [800, 200, 0], 1e-6, **SZ)
+    d = _unmerged([1.2, 0.9, 0.3], [0.01, 0.02, 0.5], [800, 200, 0], 1e-6)
     chex.assert_trees_all_close(a, d, rtol=1e-9)
+    # The public entry point merges repeated phases before the engine: the same answer.
+    e = accountant.schedule_epsilon(sig, q, n, 1e-6, **SZ)
+    chex.assert_trees_all_close(a, e, rtol=1e-9)
+
+
+def test_repeated_phases_cost_what_distinct_ones_cost():
+    """A cyclic schedule (1000 phases, 2 settings) is merged to its 2 distinct phases."""
+    s, q = np.tile([1.2, 0.9], 500), np.tile([0.01, 0.02], 500)
+    n = np.tile([3, 2], 500)
+    merged = composition.merge_phases(s, q, n, 1)
+    assert [m.tolist() for m in merged[:3]] == [[1.2, 0.9], [0.01, 0.02], [1500, 1000]]
+    assert merged[3] == 1
+    # Per-phase d is part of a phase's identity; phases without steps are dropped.
+    sd, qd, nd, dd = composition.merge_phases(
+        np.array([1.0, 1.0, 1.0, 2.0]), np.full(4, 0.1), np.array([1, 2, 4, 0]), (5, 7, 5, 9)
+    )
+    assert (sd.tolist(), nd.tolist(), dd) == ([1.0, 1.0], [5, 2], (5, 7))
+    # Through the public function: the answer for the two merged phases.
+    cyc = accountant.schedule_epsilon(s, q, n, 1e-6, **SZ)
+    two = accountant.schedule_epsilon([1.2, 0.9], [0.01, 0.02], [1500, 1000], 1e-6, **SZ)
+    chex.assert_trees_all_close(cyc, two, rtol=1e-12)
 
 
 def test_monotone_in_steps_sigma_and_rate():
@@ -288,7 +316,7 @@ def test_per_phase_dimension():
     # grids, to rounding.
     for k, rel in ((1, 1e-4), (5, 1e-9)):
         alone = eps([400, 0], k)
-        mixed = eps([400, 0], [k, 50])
+        mixed = _unmerged(s, q, [400, 0], 1e-5, adversary="glrt", d=(k, 50))
         assert abs(float(mixed.upper) / float(alone.upper) - 1) < rel, (k, mixed, alone)
         assert float(mixed.lower) <= float(alone.upper)
         assert float(alone.lower) <= float(mixed.upper)

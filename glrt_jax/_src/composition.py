@@ -326,6 +326,43 @@ def phase_dimensions(d, phases):
     return values[0] if len(set(values)) == 1 else values
 
 
+def merge_phases(sig, q, n, d):
+    """Phases with equal ``(σ, q, d)`` merged into one, in order of first appearance.
+
+    Composition is commutative, so this is exact: a schedule that returns to the same
+    settings (cyclic or alternating schedules) costs what its distinct settings cost.
+    Phases without steps are dropped (unless no phase has any).
+
+    Args:
+      sig, q, n: concrete (K,) arrays (noise multipliers, sampling rates, counts).
+      d: an int, or a tuple of K ints (:func:`phase_dimensions`).
+
+    Returns:
+      ``(sig, q, n, d)`` of the merged schedule (``d`` an int where all values agree).
+
+    Example:
+      >>> import numpy as np
+      >>> s, q, n, d = merge_phases(np.array([1.0, 2.0, 1.0]), np.array([0.1, 0.1, 0.1]),
+      ...                           np.array([5, 7, 3]), 1)
+      >>> s.tolist(), n.tolist(), d
+      ([1.0, 2.0], [8, 7], 1)
+    """
+    keep = n > 0
+    if not np.any(keep):
+        return sig, q, n, d
+    dv = np.broadcast_to(np.asarray(d, np.float64), sig.shape)
+    keys = np.stack([sig, q, dv], axis=1)[keep]
+    uniq, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+    if uniq.shape[0] == sig.shape[0]:
+        return sig, q, n, d
+    counts = np.zeros(uniq.shape[0], np.int64)
+    np.add.at(counts, inverse.reshape(-1), n[keep])
+    order = np.argsort(first)
+    d_merged = tuple(int(v) for v in uniq[order, 2])
+    d_merged = d_merged[0] if len(set(d_merged)) == 1 else d_merged
+    return uniq[order, 0], uniq[order, 1], counts[order], d_merged
+
+
 def validate_sizes(tol, points, nodes):
     """Eager checks of the accuracy and size arguments (``points``/``nodes``: None = auto)."""
     check_range("tol", tol, lo=1e-7, hi=0.5)
@@ -386,7 +423,10 @@ def _query(
     tol,
     points,
     nodes,
+    merge=True,
 ):
+    """The engine behind schedule_epsilon/_delta. ``merge=False`` keeps repeated phases apart
+    (for tests of the engine's own composition)."""
     check_x64("the composition engine")
     validate_options(adversary, 1, neighbouring)
     validate_sizes(tol, points, nodes)
@@ -416,6 +456,8 @@ def _query(
     sig, q, n = xp.broadcast_arrays(sig, q, n)
     if isinstance(d, tuple) and len(d) != sig.shape[0]:
         raise ValueError(f"d must have one value per phase ({sig.shape[0]}); got {len(d)}")
+    if merge and not is_traced(noise_multiplier, sampling_rate, steps):
+        sig, q, n, d = merge_phases(np.asarray(sig), np.asarray(q), np.asarray(n), d)
     sig, q, n = pad_phases(sig, q, n, xp)
     mu = 1.0 / sig
     target = xp.asarray(target, np.float64)
@@ -473,7 +515,8 @@ def schedule_epsilon(
         :data:`JIT_SIZES` under ``jit``/``vmap`` (always valid bounds; looser if
         fewer than ``tol`` asks for). The cost is about ``K`` non-uniform FFTs of
         ``points`` points onto ``4 · nodes`` frequencies, independent of the number of
-        steps.
+        steps; with concrete phases, ``K`` counts distinct ``(σ, q, d)`` only (repeated
+        phases are merged first, :func:`merge_phases`: exact, composition commutes).
 
     Returns:
       :class:`Bounds` ``(lower, estimate, upper)`` of 0-d arrays, with
