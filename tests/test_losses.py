@@ -196,7 +196,7 @@ def test_glrt1_tail_derivatives():
         return jax.jit(lambda *a: (fn(*a), jax.jacfwd(fn, argnums=argnums)(*a)))
 
     b = jnp.linspace(-0.004, 2.0, 64)
-    tails = with_jacobian(lambda mu: jnp.stack(losses._glrt1_base_tails(mu, b)))
+    tails = with_jacobian(lambda mu: jnp.stack(losses._base_tails("glrt", 1, mu, b)))
     jac = np.asarray(tails(0.2)[1])
     fd = (np.asarray(tails(0.2 + 1e-6)[0]) - np.asarray(tails(0.2 - 1e-6)[0])) / 2e-6
     np.testing.assert_allclose(jac, fd, rtol=1e-5, atol=1e-7)
@@ -223,3 +223,19 @@ def test_segment_tails_match_scipy():
         np.testing.assert_allclose(sq, q_sf, rtol=1e-12)
         np.testing.assert_allclose(fp + sp, 1.0, rtol=1e-14)
         np.testing.assert_allclose(fq + sq, 1.0, rtol=1e-14)
+
+
+def test_closed_loss_selects_either_closed_form():
+    """The "closed" program key (NPO and GLRT d = 1 in one program) gives each closed form,
+    values and derivatives, whichever the per-phase choice."""
+    b = jnp.concatenate([jnp.linspace(-3.0, 8.0, 101), jnp.array([-jnp.inf, jnp.inf])])
+
+    def tails(kind, d):
+        fn = lambda mu: jnp.stack(losses._base_tails(kind, d, mu, b))  # noqa: E731
+        return jax.jit(lambda mu: (fn(mu), jax.jacfwd(fn)(mu)))(0.7)
+
+    for code, kind in ((0.0, "npo"), (1.0, "glrt")):
+        got, want = tails("closed", jnp.asarray(code)), tails(kind, 1)
+        for g, w in zip(got, want, strict=True):
+            np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-14, atol=1e-300)
+            assert np.all(np.isfinite(np.asarray(g)))

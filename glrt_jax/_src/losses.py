@@ -63,9 +63,12 @@ _SQRT_HALF = math.sqrt(0.5)
 _BISECT_ITERS = 80
 
 
-def _normal_tails(a):
-    """(Φ(−a), Φ(a)), each with full relative accuracy where it is the smaller one."""
-    small = 0.5 * erfc(jnp.abs(a) * _SQRT_HALF)
+def _normal_tails(a, e=None):
+    """(Φ(−a), Φ(a)), each with full relative accuracy where it is the smaller one.
+
+    ``e``: ``erfc(|a|/√2)`` if already at hand.
+    """
+    small = 0.5 * (erfc(jnp.abs(a) * _SQRT_HALF) if e is None else e)
     pos = a >= 0
     return jnp.where(pos, small, 1.0 - small), jnp.where(pos, 1.0 - small, small)
 
@@ -85,35 +88,61 @@ def _limits(top):
 # ---------------------------------------------------------------------------
 
 
-def _npo_base_tails(mu, b):
-    """P = N(μ, 1), Q = N(0, 1): L = μx − μ²/2 ~ N(±μ²/2, μ²)."""
+# The closed forms are written as (erfc arguments, tails from erfc at them), so that NPO and
+# GLRT with d = 1 in one program (the "closed" loss of program_key) share one erfc.
+
+
+def _npo_parts(mu, b):
+    """P = N(μ, 1), Q = N(0, 1): L = μx − μ²/2 ~ N(±μ²/2, μ²). Arguments (2, ...), tails."""
     fin = jnp.isfinite(b)
     z = jnp.where(fin, b, 0.0) / mu
-    # One erfc for both distributions (keeps the compiled program small).
-    s, f = _normal_tails(jnp.stack([z - 0.5 * mu, z + 0.5 * mu]))
-    lims = _limits(b > 0)
-    out = (s[0], f[0], s[1], f[1])
-    return tuple(jnp.where(fin, o, lim) for o, lim in zip(out, lims, strict=True))
+    a = jnp.stack([z - 0.5 * mu, z + 0.5 * mu])
+
+    def tails(e):  # e = erfc(|a|/√2)
+        s, f = _normal_tails(a, e[:2])
+        out = (s[0], f[0], s[1], f[1])
+        return tuple(jnp.where(fin, o, lim) for o, lim in zip(out, _limits(b > 0), strict=True))
+
+    return jnp.abs(a), tails
 
 
-def _glrt1_base_tails(mu, b):
-    """d = 1: T = Y² with Y ~ N(μ, 1) under P; ℓ(t) = −λ/2 + log cosh(μ √t)."""
+def _glrt1_parts(mu, b):
+    """d = 1: T = Y² with Y ~ N(μ, 1) under P; ℓ(t) = −λ/2 + log cosh(μ √t). Arguments
+    (3, ...), tails."""
     v = b + 0.5 * mu * mu
     pos = (v > 0) & jnp.isfinite(v)
     vs = jnp.where(pos, v, 1.0)
     # √t = arccosh(e^v)/μ, arccosh(e^v) = v + log(1 + √(1 − e^{−2v})).
     r = (vs + jnp.log1p(jnp.sqrt(-jnp.expm1(-2.0 * vs)))) / mu
-    e = erfc(jnp.stack([r, jnp.abs(r - mu), r + mu]) * _SQRT_HALF)
-    sq = e[0]  # Q[T > t] = 2Φ(−√t)
-    fq = 1.0 - e[0]
-    small = 0.5 * e[1]
-    above = jnp.where(r >= mu, small, 1.0 - small)  # Φ(μ − r)
-    below = jnp.where(r >= mu, 1.0 - small, small)  # Φ(r − μ)
-    mirror = 0.5 * e[2]  # Φ(−r − μ)
-    sp = above + mirror
-    fp = jnp.maximum(below - mirror, 0.0)
-    lims = _limits(jnp.isposinf(v))
-    return tuple(jnp.where(pos, o, lim) for o, lim in zip((sp, fp, sq, fq), lims, strict=True))
+
+    def tails(e):  # e = erfc(args/√2)
+        sq = e[0]  # Q[T > t] = 2Φ(−√t)
+        fq = 1.0 - e[0]
+        small = 0.5 * e[1]
+        above = jnp.where(r >= mu, small, 1.0 - small)  # Φ(μ − r)
+        below = jnp.where(r >= mu, 1.0 - small, small)  # Φ(r − μ)
+        mirror = 0.5 * e[2]  # Φ(−r − μ)
+        sp = above + mirror
+        fp = jnp.maximum(below - mirror, 0.0)
+        lims = _limits(jnp.isposinf(v))
+        return tuple(jnp.where(pos, o, lim) for o, lim in zip((sp, fp, sq, fq), lims, strict=True))
+
+    return jnp.stack([r, jnp.abs(r - mu), r + mu]), tails
+
+
+def _closed_base_tails(mu, b, parts):
+    """Tails from one erfc call (one erfc in the compiled program)."""
+    args, tails = parts(mu, b)
+    return tails(erfc(args * _SQRT_HALF))
+
+
+def _either_base_tails(mu, b, is_npo):
+    """NPO where ``is_npo``, else GLRT with d = 1: both closed forms through one erfc."""
+    args_n, tails_n = _npo_parts(mu, b)
+    args_g, tails_g = _glrt1_parts(mu, b)
+    args_n = jnp.concatenate([args_n, jnp.zeros_like(args_n[:1])])
+    e = erfc(jnp.where(is_npo, args_n, args_g) * _SQRT_HALF)
+    return tuple(jnp.where(is_npo, u, v) for u, v in zip(tails_n(e), tails_g(e), strict=True))
 
 
 def _glrtd_base_tails(mu, b, d):
@@ -175,12 +204,11 @@ def _base_tails(adversary, d, mu, b):
     """Tails of the base loss: ``adversary`` "npo", "glrt" (``d`` static 1 or data) or
     "closed" (``d`` the per-phase choice of :func:`program_key`: 0 NPO, 1 GLRT, d = 1)."""
     if adversary == "npo":
-        return _npo_base_tails(mu, b)
+        return _closed_base_tails(mu, b, _npo_parts)
     if adversary == "closed":
-        npo, glrt = _npo_base_tails(mu, b), _glrt1_base_tails(mu, b)
-        return tuple(jnp.where(d == 0, u, v) for u, v in zip(npo, glrt, strict=True))
+        return _either_base_tails(mu, b, d == 0)
     if _is_one(d):
-        return _glrt1_base_tails(mu, b)
+        return _closed_base_tails(mu, b, _glrt1_parts)
     return _glrtd_base_tails(mu, b, d)
 
 
