@@ -31,8 +31,9 @@ PAGES = [
         "peers.py",
         ["--limit", "60", "--save-rows", os.path.join("build", "peers_rows.pkl")],
         os.path.join("docs", "comparison.md"),
-        "glrt-jax beside dp_accounting, prv_accountant, autodp, jax_privacy and riskcal on "
-        "the same DP-SGD cases: features, ε, time, attack risk",
+        "glrt-jax beside dp_accounting, prv_accountant, autodp, Opacus (with the `opacus` "
+        "extra), jax_privacy and riskcal on the same DP-SGD cases: features, ε, time, "
+        "attack risk",
     ),
     (
         "composition",

@@ -10,7 +10,8 @@ Gaussian rounds is one Gaussian with μ = √N/σ), and K = 100 heterogeneous ph
 For each case: glrt-jax's certified NPO bounds (``accountant.epsilon``, which also gives
 the GLRT adversary's bound at d = 1) with its first-call time in a fresh process and its
 warm times; dp_accounting's PLD (default discretisation 1e-4) and RDP accountants;
-prv_accountant's bounds; autodp's RDP composition; jax_privacy's DP-SGD accountant (which
+prv_accountant's bounds; autodp's RDP composition; Opacus's RDP and PRV accountants (if
+the ``opacus`` extra is installed: it pulls PyTorch); jax_privacy's DP-SGD accountant (which
 calls dp_accounting); and riskcal's TPR and advantage from dp_accounting's PLD (NPO).
 Peers run once per case; a call that takes longer than ``--limit`` seconds is stopped and
 reported as such. ``--quick`` drops P2–P4 (for a smoke run).
@@ -55,7 +56,7 @@ CASES = [
     ("K100", *K100, 1e-5),
 ]
 FPRS = (1e-3, 1e-2, 1e-1)
-PEER_DISTS = ["dp-accounting", "prv-accountant", "autodp", "riskcal", "jax-privacy"]
+PEER_DISTS = ["dp-accounting", "prv-accountant", "autodp", "riskcal", "jax-privacy", "opacus"]
 
 
 class _Stopped(Exception):
@@ -227,6 +228,38 @@ def autodp_rdp(phases, delta):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return composed.get_approxDP(delta)
+
+
+def _opacus_accountants():
+    """``opacus.accountants``, imported without this folder on the path: its
+    ``profile.py`` would shadow the standard library's ``profile``, which PyTorch imports."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    saved = sys.path[:]
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != here]
+    try:
+        import opacus.accountants
+    finally:
+        sys.path[:] = saved
+    return opacus.accountants
+
+
+def opacus_accountant(kind, phases, delta):
+    """Opacus's ``RDPAccountant`` or ``PRVAccountant`` (its default ``get_epsilon``, which for
+    PRV is the upper bound) over the phases as its history of (σ, q, steps)."""
+    accountants = _opacus_accountants()
+    acc = {"rdp": accountants.RDPAccountant, "prv": accountants.PRVAccountant}[kind]()
+    acc.history = [(float(s), float(q), int(k)) for s, q, k in phases]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return acc.get_epsilon(delta)
+
+
+def _opacus_installed():
+    try:
+        _opacus_accountants()
+    except ImportError:
+        return False
+    return True
 
 
 def jax_privacy_pld(phases, delta):
@@ -417,13 +450,14 @@ FOOTNOTES = """\
 NOT_RUN = """\
 ## What was not run, and why
 
-* **Opacus** needs PyTorch: `pip install opacus` here pulls torch and about 2 GB of CUDA
-  wheels, too much for a benchmark extra on a 2-core CPU, so none of Opacus ran and no Opacus
-  number appears on this page. Its accountants are not new analyses: its RDP accountant
-  is TF Privacy's RDP analysis of the sampled Gaussian mechanism, the analysis behind
-  dp_accounting's RDP accountant (column "dp_acc RDP"), and its PRV accountant follows the
-  code of prv_accountant, with the same mesh rule, and reports its upper bound
-  [^op-rdp] [^op-prv].
+* **Opacus** needs PyTorch (about 3 GB installed, CUDA libraries included), so it is an
+  extra of its own, not part of `bench`: `pip install -e ".[bench,opacus]"`. Without it the
+  Opacus columns say "not installed". Its accountants are not new analyses: its RDP
+  accountant is TF Privacy's RDP analysis of the sampled Gaussian mechanism, the analysis
+  behind dp_accounting's RDP accountant (column "dp_acc RDP"), and its PRV accountant
+  follows the code of prv_accountant, with the same mesh rule, and reports its upper
+  bound [^op-rdp] [^op-prv]. Its GDP accountant is not run (a CLT approximation, not a
+  bound).
 * **jax_privacy** ran on the single-phase cases; its accounting calls dp_accounting's
   `PLDAccountant` [^jxp], so its ε equals the "dp_acc PLD" column. K100 is not run through
   it (it takes schedules as step boundaries; the computation is the same dp_accounting
@@ -492,6 +526,12 @@ def measure(cases, repeat, limit):
         row["rdp"] = _limited(lambda ph=phases, d=delta: dp_rdp(ph, d), limit)
         row["prv"] = _limited(lambda ph=phases, d=delta, u=up: prv(ph, d, u), limit)
         row["autodp"] = _limited(lambda ph=phases, d=delta: autodp_rdp(ph, d), limit)
+        for kind in ("rdp", "prv"):
+            row[f"opacus_{kind}"] = (
+                _limited(lambda k=kind, ph=phases, d=delta: opacus_accountant(k, ph, d), limit)
+                if _opacus_installed()
+                else (None, None, "not installed")
+            )
         row["jxp"] = (
             _limited(lambda ph=phases, d=delta: jax_privacy_pld(ph, d), limit)
             if len(phases) == 1
@@ -520,15 +560,17 @@ def render(rows):
         "\n| case | exact ε | glrt-jax NPO [lower, **upper**] (certified) "
         "| glrt-jax GLRT d = 1 (certified upper) | dp_acc PLD (pessimistic estimate) "
         "| dp_acc RDP (upper bound) | prv_accountant [lower, upper] (error-bounded) "
-        "| autodp RDP (upper bound) | jax_privacy (dp_acc PLD) |"
+        "| autodp RDP (upper bound) | Opacus RDP (upper bound) | Opacus PRV (its upper bound) "
+        "| jax_privacy (dp_acc PLD) |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         prv_cell = _cell(*r["prv"], lambda v: f"[{v[0]:.4f}, {v[2]:.4f}]")
         print(
             f"| {r['name']} | {_f(r['truth'])} | [{r['lower']:.5f}, **{r['upper']:.5f}**] "
             f"| {r['glrt']:.5f} | {_cell(*r['pld'], _f)} | {_cell(*r['rdp'], _f)} "
-            f"| {prv_cell} | {_cell(*r['autodp'], _f)} | {_cell(*r['jxp'], _f)} |"
+            f"| {prv_cell} | {_cell(*r['autodp'], _f)} | {_cell(*r['opacus_rdp'], _f)} "
+            f"| {_cell(*r['opacus_prv'], _f)} | {_cell(*r['jxp'], _f)} |"
         )
     disjoint = [
         r["name"]
@@ -553,11 +595,12 @@ def render(rows):
     print(
         "| case | glrt-jax import | glrt-jax first call (fresh process) "
         "| glrt-jax warm NPO | glrt-jax warm NPO + GLRT | dp_acc PLD | dp_acc RDP "
-        "| prv_accountant | autodp RDP | jax_privacy | dp_acc PLD / glrt-jax NPO |"
+        "| prv_accountant | autodp RDP | Opacus RDP | Opacus PRV | jax_privacy "
+        "| dp_acc PLD / glrt-jax NPO |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        peers = [r[k] for k in ("pld", "rdp", "prv", "autodp", "jxp")]
+        peers = [r[k] for k in ("pld", "rdp", "prv", "autodp", "opacus_rdp", "opacus_prv", "jxp")]
         cells = [p[2] if p[2] else _t(p[0]) for p in peers]
         ratio = f"{r['pld'][0] / r['t_npo']:.0f}×" if r["pld"][0] else "–"
         print(
