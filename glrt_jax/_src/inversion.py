@@ -213,10 +213,12 @@ def query_bounds(carry, p, tau, tilts, n_tot, target, gam, *, J, query):
         # Implicit-function derivative at the root: U(ε(θ), θ) = δ.
         finite = jnp.isfinite(eu) & (eu > 0)
         e0 = jnp.where(finite, eu, 1.0)
-        slope = lax.stop_gradient(jax.grad(upper_delta)(e0))
+        # U and ∂U/∂ε at the root in one forward pass (one copy of U in the program).
+        u0, slope = jax.jvp(lambda e: upper_delta(e, live=True), (e0,), (jnp.ones_like(e0),))
+        slope = lax.stop_gradient(slope)
         ok = finite & (slope < 0)
         # U(ε, θ) = δ: dε = −(∂U/∂θ dθ − dδ)/(∂U/∂ε), δ included (calibration needs it).
-        val = upper_delta(e0, live=True) - (target - lax.stop_gradient(target))
+        val = u0 - (target - lax.stop_gradient(target))
         corr = (val - lax.stop_gradient(val)) / jnp.where(ok, slope, 1.0)
         up = jnp.where(ok, eu - corr, eu)
         e1 = jnp.where(jnp.isfinite(ee) & (ee > 0), ee, 1.0)
