@@ -70,6 +70,32 @@ def test_contains_dp_accounting_fine_grid(sigma, q, steps, delta):
     assert abs(float(b.upper) / pess - 1.0) <= 1e-3
 
 
+def test_few_rounds_small_q_bracket_is_tight():
+    """N = 10, q = 1e-3: ε sits at the edge of the bulk of the composed loss; both bounds are
+    within 1e-3 of each other, inside dp_accounting's optimistic/pessimistic bracket's hull.
+
+    (The lower bound's aliasing term once had only tilts a + k/s to choose from, where the
+    MGF is astronomically large at small q: the lower bound was 0.0056.)
+    """
+    from dp_accounting.pld import privacy_loss_distribution as pldlib
+
+    def peer(pessimistic):
+        pld = pldlib.from_gaussian_mechanism(
+            standard_deviation=1.0,
+            sampling_prob=1e-3,
+            value_discretization_interval=1e-5,
+            pessimistic_estimate=pessimistic,
+            use_connect_dots=pessimistic,
+        )
+        return pld.self_compose(10).get_epsilon_for_delta(1e-5)
+
+    b = accountant.schedule_epsilon(1.0, 1e-3, 10, 1e-5)
+    assert peer(False) <= float(b.upper) and float(b.lower) <= peer(True)
+    assert float(b.upper) - float(b.lower) <= 1e-3 * float(b.upper)
+    d = accountant.schedule_delta(1.0, 1e-3, 10, 0.016)
+    assert float(d.upper) - float(d.lower) <= 2e-3 * float(d.upper)
+
+
 def _one_round_delta(sigma, q, eps):
     """δ(ε) of one Poisson-subsampled Gaussian round (add/remove), closed form in mpmath.
 

@@ -33,8 +33,12 @@ from glrt_jax._src.shapes import phase_block
 
 # Chernoff tilts of the planner.
 _T_POS = np.geomspace(1e-3, 1e6, 73)
-# Extra tilts (as multiples of 1/s, s the tilted spread) for Chernoff and aliasing bounds.
+# Extra tilts for the Chernoff and aliasing bounds: a + multiples of 1/s (s the tilted
+# spread), and multiples of a (where 1/s is large against a, e.g. a few rounds at small q:
+# the MGF at a + 0.25/s can be astronomically large while the period W was planned with a
+# tilt near 2a).
 _U_MULT = np.array([0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0])
+_A_MULT = np.array([1.1, 1.25, 1.5, 2.0, 3.0, 4.0])
 # Frequency truncation: e^{−τ²Ω²/2} = e^{−_TRUNC_EXP} at the last node.
 _TRUNC_EXP = 45.0
 # Largest log of (trapezoid scale M(a) e^{−aε}) / δ the damping may bring.
@@ -244,9 +248,11 @@ def smoothing_width(p: Plan, J: int):
 
 
 def bound_tilts(p: Plan):
-    """Tilts for the Chernoff and aliasing bounds, (n_dir, nb): a ± multiples of 1/s, 0 < b < a."""
+    """Tilts for the Chernoff and aliasing bounds, (n_dir, nb): a + multiples of 1/s,
+    multiples of a, and 0 ≤ b ≤ a."""
     a = p.a
     g = jnp.asarray(_U_MULT)
     b_up = a[:, None] + g[None, :] / p.s_a[:, None]
+    b_mult = a[:, None] * jnp.asarray(_A_MULT)[None, :]
     b_dn = a[:, None] * jnp.asarray([0.0, 0.25, 0.5, 0.75, 0.9])[None, :]
-    return jnp.concatenate([b_up, b_dn, a[:, None]], axis=-1)
+    return jnp.concatenate([b_up, b_mult, b_dn, a[:, None]], axis=-1)
