@@ -71,8 +71,8 @@ def test_contains_dp_accounting_fine_grid(sigma, q, steps, delta):
 
 
 def test_few_rounds_small_q_bracket_is_tight():
-    """N = 10, q = 1e-3: ε sits at the edge of the bulk of the composed loss; both bounds are
-    within 1e-3 of each other, inside dp_accounting's optimistic/pessimistic bracket's hull.
+    """N = 10, q = 1e-3: ε sits at the edge of the bulk of the composed loss. The two bounds
+    are within 1e-3 of each other and meet dp_accounting's [optimistic, pessimistic] bracket.
 
     (The lower bound's aliasing term once had only tilts a + k/s to choose from, where the
     MGF is astronomically large at small q: the lower bound was 0.0056.)
@@ -211,7 +211,7 @@ def test_phases_merge_and_permute():
     chex.assert_trees_all_close(a, e, rtol=1e-9)
 
 
-def test_repeated_phases_cost_what_distinct_ones_cost():
+def test_repeated_phases_are_merged():
     """A cyclic schedule (1000 phases, 2 settings) is merged to its 2 distinct phases."""
     s, q = np.tile([1.2, 0.9], 500), np.tile([0.01, 0.02], 500)
     n = np.tile([3, 2], 500)
