@@ -498,6 +498,7 @@ def run(repeat, limit, quick, save_rows=None, load_rows=None):
 
 def measure(cases, repeat, limit):
     rows = []
+    have_opacus = _opacus_installed()
     for name, sig, q, n, delta in cases:
         print(f"  {name} ...", file=sys.stderr, flush=True)
         phases = _phases(sig, q, n)
@@ -529,7 +530,7 @@ def measure(cases, repeat, limit):
         for kind in ("rdp", "prv"):
             row[f"opacus_{kind}"] = (
                 _limited(lambda k=kind, ph=phases, d=delta: opacus_accountant(k, ph, d), limit)
-                if _opacus_installed()
+                if have_opacus
                 else (None, None, "not installed")
             )
         row["jxp"] = (
