@@ -37,6 +37,17 @@ def _shared_compilation_cache(tmp_path_factory):
     yield
 
 
+@pytest.fixture(autouse=True)
+def _no_program_store_after_the_test():
+    """The command line, run in-process, turns on the store of exported programs
+    (glrt_jax.enable_cache); later tests in the worker go back to plain jit, the
+    library's default, whose compiled programs the workers share."""
+    yield
+    from glrt_jax._src import programs
+
+    programs.set_store(None)
+
+
 def pytest_collection_modifyitems(config, items):
     """With x64 off, only the tests marked ``float32`` run (the rest assume float64)."""
     if X64:

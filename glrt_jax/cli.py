@@ -11,25 +11,17 @@ _NCX2_FUNCS = ("cdf", "sf", "pdf", "logcdf", "logsf", "logpdf", "ppf", "isf", "l
 
 
 def _setup_cache():
-    """Compilation cache of the command line (float64 comes from :func:`main`'s context).
+    """Compilation cache of the command line: :func:`glrt_jax.enable_cache`.
 
-    Compiled programs are kept in ``$GLRT_JAX_CACHE`` (default ``~/.cache/glrt-jax``; an
-    empty value turns the cache off), so a second process loads them instead of compiling
-    them again. Every program is kept, however fast it compiled (a load is faster still).
-    Commands run inside
-    ``jax.enable_x64(True)`` (thread-local, set by :func:`main`), so the process-wide
-    ``jax_enable_x64`` flag is never flipped, not even by the CLI.
+    ``$GLRT_JAX_CACHE`` (default ``~/.cache/glrt-jax``; an empty value turns it off): a
+    second process loads the compiled programs instead of tracing and compiling them
+    again. Commands run inside ``jax.enable_x64(True)`` (thread-local, set by
+    :func:`main`), so the process-wide ``jax_enable_x64`` flag is never flipped, not
+    even by the CLI.
     """
-    import os
+    from glrt_jax._src.programs import enable_cache
 
-    import jax
-
-    cache = os.environ.get(
-        "GLRT_JAX_CACHE", os.path.join(os.path.expanduser("~"), ".cache", "glrt-jax")
-    )
-    if cache:
-        jax.config.update("jax_compilation_cache_dir", cache)
-        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    enable_cache()
 
 
 def _cmd_ncx2(args) -> int:

@@ -93,7 +93,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from glrt_jax._src import inversion, losses, planning, transform
+from glrt_jax._src import inversion, losses, planning, programs, transform
 from glrt_jax._src.shapes import pad_phases
 from glrt_jax._src.transform import UNIT_ROUNDOFF
 from glrt_jax._src.validation import (
@@ -114,6 +114,9 @@ class Bounds(NamedTuple):
     upper: Any
 
 
+programs.register_tuple(Bounds, "glrt_jax.Bounds")
+programs.register_tuple(planning.Plan, "glrt_jax.Plan")
+
 # ---------------------------------------------------------------------------
 # The three stages of a query, each its own compiled program when called eagerly
 # ---------------------------------------------------------------------------
@@ -126,7 +129,7 @@ class Bounds(NamedTuple):
 # itself), and the bounds program is shared by both adversaries, every d and every B.
 
 
-@functools.partial(jax.jit, static_argnames=("query",))
+@programs.stored(static_argnames=("query",))
 def _sanitize(mu, q, n, target, tol, query):
     """Replace invalid inputs by harmless ones (NaN answers under jit); the validity flag."""
     valid = jnp.all((mu > 0) & jnp.isfinite(mu) & (q > 0) & (q <= 1) & (n >= 0))
@@ -140,7 +143,7 @@ def _sanitize(mu, q, n, target, tol, query):
     return valid, mu, q, n, target
 
 
-@functools.partial(jax.jit, static_argnames=("loss", "query"))
+@programs.stored(static_argnames=("loss", "query"))
 def _plan_program(mu, q, n, target, tol, hint, tau_scale, values, *, loss, query):
     p = planning.plan(loss, values, mu, q, n, query, target, tol, hint, tau_scale)
     return jax.tree_util.tree_map(jax.lax.stop_gradient, p)
@@ -153,7 +156,7 @@ def _plan_stage(mu, q, n, target, tol, hint, tau_scale, *, adversary, d, neighbo
     return _plan_program(mu, q, n, target, tol, hint, tau_scale, values, loss=loss, query=query)
 
 
-@functools.partial(jax.jit, static_argnames=("loss", "B", "J"))
+@programs.stored(static_argnames=("loss", "B", "J"))
 def _sums_program(mu, q, n, p, values, *, loss, B, J):
     tau = planning.smoothing_width(p, J)
     tilts = planning.bound_tilts(p)
@@ -162,7 +165,7 @@ def _sums_program(mu, q, n, p, values, *, loss, B, J):
     return carry, tau, tilts
 
 
-@functools.partial(jax.jit, static_argnames=("J", "query"))
+@programs.stored(static_argnames=("J", "query"))
 def _bounds_stage(carry, p, tau, tilts, n_tot, target, gam, valid, *, J, query):
     out, diag = inversion.query_bounds(carry, p, tau, tilts, n_tot, target, gam, J=J, query=query)
     return Bounds(*(jnp.where(valid, v, jnp.nan) for v in out)), diag
@@ -196,7 +199,7 @@ def compose_query(
     with the saddle-point picture (``diag["smoothing"]`` says when).
     """
     static = dict(adversary=adversary, d=d, neighbouring=neighbouring)
-    valid, mu, q, n, target = _sanitize(mu, q, n, target, tol, query)
+    valid, mu, q, n, target = _sanitize(mu, q, n, target, tol, query=query)
     p = _plan_stage(mu, q, n, target, tol, hint, tau_scale, query=query, **static)
     return _staged(valid, mu, q, n, target, p, B=B, J=J, query=query, **static)
 
@@ -463,7 +466,7 @@ def _query(
     target = xp.asarray(target, np.float64)
     tol_a = xp.asarray(tol, np.float64)
     static = dict(adversary=adversary, d=d, neighbouring=neighbouring, query=query)
-    valid, mu, q, n, target = _sanitize(mu, q, n, target, tol_a, query)
+    valid, mu, q, n, target = _sanitize(mu, q, n, target, tol_a, query=query)
     nan, one = np.float64(np.nan), np.float64(1.0)
     p = _plan_stage(mu, q, n, target, tol_a, nan, one, **static)
     auto = points is None and nodes is None

@@ -1,0 +1,180 @@
+"""A store of exported engine programs, so that a second process skips tracing them.
+
+JAX's persistent compilation cache saves XLA's work, but every process still traces and
+lowers each program before it can look the compiled executable up: for the engine's
+three programs (plan, phase sums, bounds) that is about a second, most of a warm
+``glrt-jax report``. :func:`stored` wraps a jitted function so that its *eager* calls
+are served from ``jax.export``: the first call with given static arguments and argument
+shapes exports the program (StableHLO) and writes it to the store; a later process
+reads it back and calls it, with no tracing of the engine's Python code. Compilation of
+the exported module still goes through JAX (and its persistent cache, when one is set).
+
+The store is off until :func:`set_store` names a folder; :func:`enable_cache` (public as
+``glrt_jax.enable_cache``, called by the command line) puts it beside JAX's persistent
+compilation cache. Calls with tracers (under ``jit``, ``grad``, ``vmap``) always go
+to the jitted function itself. An entry is keyed on everything that could change the
+program: the function, its static arguments, the arguments' tree, shapes and dtypes,
+the backend, the jax version and a digest of this package's source files, so an edit
+or an upgrade never reads a stale program. A file that cannot be read is exported again.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import tempfile
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+
+import jax
+import numpy as np
+from jax import export
+
+_STORE: Path | None = None
+_SERIALIZABLE: set[type] = set()
+_ALL: list[_Stored] = []
+
+
+def set_store(folder: str | os.PathLike | None) -> None:
+    """Keep exported programs in ``folder`` (created on first write); ``None``: no store."""
+    global _STORE
+    _STORE = None if folder is None else Path(folder)
+
+
+def enable_cache(folder: str | os.PathLike | None = None) -> Path | None:
+    """Keep compiled programs on disk, so that later processes answer in about a second.
+
+    Sets JAX's persistent compilation cache (XLA's executables, every one kept however
+    fast it compiled) to ``folder`` and this package's store of exported programs (which
+    spares a later process the tracing) to ``folder/programs``. The command line calls
+    it on start; a script or notebook that asks the accountant eagerly can call it once,
+    before its first query. Calls under ``jit`` are unaffected (the caller's program is
+    traced and cached as a whole).
+
+    Args:
+      folder: where to keep them. ``None``: ``$GLRT_JAX_CACHE`` if set (an empty value
+        turns the cache off and returns ``None``), else ``~/.cache/glrt-jax``.
+
+    Returns:
+      The folder used, or ``None`` when the cache is off.
+
+    Example:
+      A script calls ``glrt_jax.enable_cache()`` once at its start. An empty
+      ``$GLRT_JAX_CACHE`` turns the cache off:
+
+      >>> import os
+      >>> from unittest import mock
+      >>> import glrt_jax
+      >>> with mock.patch.dict(os.environ, {"GLRT_JAX_CACHE": ""}):
+      ...     print(glrt_jax.enable_cache())
+      None
+    """
+    if folder is None:
+        folder = os.environ.get(
+            "GLRT_JAX_CACHE", os.path.join(os.path.expanduser("~"), ".cache", "glrt-jax")
+        )
+        if not folder:
+            return None
+    folder = Path(folder).expanduser()
+    jax.config.update("jax_compilation_cache_dir", str(folder))
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    set_store(folder / "programs")
+    return folder
+
+
+def forget() -> None:
+    """Drop the programs this process has loaded (the next calls read the store again)."""
+    for fn in _ALL:
+        fn._loaded.clear()
+
+
+def register_tuple(cls: type, name: str) -> None:
+    """Let a NamedTuple be an argument or a result of a stored program."""
+    if cls not in _SERIALIZABLE:
+        export.register_namedtuple_serialization(cls, serialized_name=name)
+        _SERIALIZABLE.add(cls)
+
+
+@functools.cache
+def _source_digest() -> str:
+    """Digest of the package's Python sources (any edit gives new store entries)."""
+    root = Path(__file__).resolve().parent.parent
+    h = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        h.update(path.relative_to(root).as_posix().encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+@functools.cache
+def _warn_once(message: str) -> None:
+    warnings.warn(message, RuntimeWarning, stacklevel=3)
+
+
+def _describe(leaf) -> str:
+    aval = jax.typeof(leaf)
+    return f"{aval.dtype}{list(aval.shape)}{'w' if getattr(aval, 'weak_type', False) else ''}"
+
+
+class _Stored:
+    """Eager calls of a jitted function, served by stored exported programs."""
+
+    def __init__(self, fn: Callable, static_argnames: tuple[str, ...]):
+        self._fn = fn
+        self._jitted = jax.jit(fn, static_argnames=static_argnames)
+        self._name = f"{fn.__module__}.{fn.__qualname__}"
+        self._loaded: dict = {}
+        functools.update_wrapper(self, fn)
+        _ALL.append(self)
+
+    def __call__(self, *args, **static):
+        leaves, tree = jax.tree_util.tree_flatten(args)
+        if (
+            _STORE is None
+            or jax.config.jax_disable_jit
+            or any(isinstance(x, jax.core.Tracer) for x in leaves)
+        ):
+            return self._jitted(*args, **static)
+        key = (
+            self._name,
+            tuple(sorted(static.items())),
+            str(tree),
+            tuple(_describe(x) for x in leaves),
+            jax.default_backend(),
+            str(jax.dtypes.canonicalize_dtype(np.float64)),
+        )
+        call = self._loaded.get(key)
+        if call is None:
+            try:
+                call = jax.jit(self._exported(key, args, static).call)
+            except Exception as err:  # noqa: BLE001 - the jitted function is always right
+                _warn_once(f"glrt-jax: {self._name} is not stored ({err!r}); it is traced")
+                call = functools.partial(self._jitted, **static)
+            self._loaded[key] = call
+        return call(*args)
+
+    def _exported(self, key, args, static) -> export.Exported:
+        text = repr((key, jax.__version__, _source_digest()))
+        path = _STORE / f"{hashlib.sha256(text.encode()).hexdigest()}.jaxexport"
+        try:
+            return export.deserialize(bytearray(path.read_bytes()))
+        except Exception:  # absent, unreadable or from an incompatible jax: export again
+            pass
+        exp = export.export(jax.jit(functools.partial(self._fn, **static)))(*args)
+        data = exp.serialize()
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.replace(tmp, path)  # atomic: a concurrent reader sees all or nothing
+        except OSError:  # a read-only store still serves this process
+            pass
+        return exp
+
+
+def stored(*, static_argnames: tuple[str, ...] = ()) -> Callable[[Callable], _Stored]:
+    """Decorator: ``jax.jit(fn, static_argnames=...)`` whose eager calls use the store."""
+    return lambda fn: _Stored(fn, tuple(static_argnames))

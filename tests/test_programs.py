@@ -1,0 +1,83 @@
+"""The store of exported engine programs (glrt_jax.enable_cache): a later process loads
+them instead of tracing, and gets the same answers."""
+
+import math
+
+import jax
+import numpy as np
+import pytest
+from jax import export
+from scipy import optimize, stats
+
+from glrt_jax import accountant
+from glrt_jax._src import programs
+
+
+def _gaussian_epsilon(delta, mu):
+    """Closed-form ε(δ) of μ-GDP (NPO with q = 1: μ² = steps/σ²)."""
+
+    def gap(e):
+        return stats.norm.cdf(-e / mu + mu / 2) - math.exp(e + stats.norm.logcdf(-e / mu - mu / 2))
+
+    return optimize.brentq(lambda e: gap(e) - delta, 0.0, 1e4, xtol=1e-13, rtol=1e-14)
+
+
+@pytest.fixture
+def store(tmp_path):
+    programs.forget()
+    programs.set_store(tmp_path)
+    yield tmp_path
+    programs.set_store(None)
+    programs.forget()
+
+
+def _query():
+    return accountant.schedule_epsilon(2.0, 1.0, 100, 1e-6, points=512, nodes=4096)
+
+
+def test_stored_programs_are_loaded_back_and_answer_the_same(store, monkeypatch):
+    ref = _gaussian_epsilon(1e-6, math.sqrt(100) / 2.0)
+    first = _query()
+    assert float(first.lower) <= ref <= float(first.upper)
+    files = sorted(store.glob("*.jaxexport"))
+    assert len(files) == 4  # sanitize, plan, phase sums, bounds
+
+    # A later process: nothing in memory, and exporting (tracing) is not allowed.
+    programs.forget()
+
+    def no_export(*args, **kwargs):
+        raise AssertionError("a stored program was traced again")
+
+    monkeypatch.setattr(export, "export", no_export)
+    again = _query()
+    np.testing.assert_array_equal(np.asarray(again), np.asarray(first))
+
+
+def test_unreadable_entries_are_exported_again(store):
+    first = _query()
+    for path in store.glob("*.jaxexport"):
+        path.write_bytes(b"not a program")
+    programs.forget()
+    again = _query()
+    np.testing.assert_array_equal(np.asarray(again), np.asarray(first))
+    assert all(p.stat().st_size > 100 for p in store.glob("*.jaxexport"))
+
+
+def test_traced_calls_bypass_the_store(store):
+    b = jax.jit(lambda s: accountant.schedule_epsilon(s, 1.0, 100, 1e-6).upper)(2.0)
+    assert np.isfinite(float(b))
+    assert not list(store.glob("*.jaxexport"))
+
+
+def test_enable_cache_honours_the_environment(monkeypatch, tmp_path):
+    old = jax.config.jax_compilation_cache_dir
+    try:
+        monkeypatch.setenv("GLRT_JAX_CACHE", "")
+        assert programs.enable_cache() is None
+        monkeypatch.setenv("GLRT_JAX_CACHE", str(tmp_path))
+        assert programs.enable_cache() == tmp_path
+        assert jax.config.jax_compilation_cache_dir == str(tmp_path)
+        assert programs._STORE == tmp_path / "programs"
+    finally:
+        jax.config.update("jax_compilation_cache_dir", old)
+        programs.set_store(None)
