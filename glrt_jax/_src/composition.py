@@ -64,9 +64,11 @@ Method (and why each step is a bound)
    (``(B + 4)u`` relative each) and the phases ``ω(c − ε)`` add their terms.
    All enter the bounds. (The tails of one round are taken as exact to a few ulps.)
 
-ε(δ) is found per direction by bisection on the certified bounds: any ε with
-upper-δ(ε) ≤ δ is a valid upper bound on ε whatever the bound's shape, and it is
-differentiated by the implicit-function rule at that root (grids held fixed).
+ε(δ) is found per direction by a bracketed search on the certified bounds (secant on
+log δ, which is nearly linear, with bisection as the safeguard; about ten evaluations):
+any ε evaluated and found with upper-δ(ε) ≤ δ is a valid upper bound on ε whatever the
+bound's shape, and it is differentiated by the implicit-function rule at that root
+(grids held fixed).
 
 Where each step lives
 ---------------------

@@ -20,6 +20,7 @@ with the implicit-function derivative of the upper bound at its root.
 from __future__ import annotations
 
 import math
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -31,7 +32,6 @@ from glrt_jax._src.transform import UNIT_ROUNDOFF
 
 # Shifts c (multiples of log(1 + 1/a)) tried when the smoothing is removed.
 _C_LADDER = (0.1, 0.3, 1.0, 3.0)
-_BISECT = 64
 
 
 def _pick_min(x):
@@ -251,56 +251,146 @@ def _log_expm1(x):
     return jnp.where(x > 30.0, x, jnp.log(jnp.expm1(jnp.minimum(x, 30.0))))
 
 
+# The bracketed searches (Dekker's method on log fn, which is nearly linear): a secant
+# through the last two points evaluated, where it falls inside the bracket, else the
+# midpoint; the midpoint also wherever two passes did not halve the bracket. Once a
+# step is shorter than the tolerance, the next point is one tolerance across the last
+# point, so that the bracket closes. They stop when the bracket is _RTOL wide (relative;
+# about ten passes on the engine's profiles), and after _MAX_PASSES whatever fn is.
+_MAX_PASSES = 160
+_RTOL = 2.0**-44
+# Rungs of last_above's ladder down from its start (fractions of the start).
+_LADDER = np.array([0.0, 1e-6, 1e-4, 1e-3, 1e-2, 1e-1, 0.5, 1.0])
+
+
+def _log_ratio(v, level):
+    """``log(v / level)``, the scale the searches interpolate on."""
+    return jnp.log(jnp.maximum(v, jnp.finfo(jnp.float64).tiny)) - jnp.log(level)
+
+
+class _Bracket(NamedTuple):
+    lo: Any  # the ends: fn fails at one and passes at the other
+    hi: Any
+    x0: Any  # the last two points evaluated, and their log-ratios
+    g0: Any
+    x1: Any
+    g1: Any
+    w1: Any  # the bracket's width before the last pass, and before the one before
+    w2: Any
+
+
+def _open(lo, hi, x0, g0, x1, g1):
+    """A bracket whose next pass interpolates."""
+    w = hi - lo
+    return _Bracket(lo, hi, x0, g0, x1, g1, 2.0 * w, 4.0 * w)
+
+
+def _tolerance(br):
+    return _RTOL * jnp.maximum(jnp.abs(br.lo), jnp.abs(br.hi))
+
+
+def _narrow_enough(br):
+    return br.hi - br.lo <= _tolerance(br)
+
+
+def _next_point(br):
+    """The next point strictly inside ``(lo, hi)`` (see the comment above)."""
+    tol = _tolerance(br)
+    s = br.x1 - br.g1 * (br.x1 - br.x0) / (br.g1 - br.g0)
+    # A step shorter than the tolerance: one tolerance across x1, to the bracket's far side.
+    across = jnp.where(br.hi - br.x1 > br.x1 - br.lo, br.x1 + tol, br.x1 - tol)
+    s = jnp.where(jnp.abs(s - br.x1) < tol, across, s)
+    bisect = (br.hi - br.lo > 0.5 * br.w2) | ~((s > br.lo) & (s < br.hi))
+    return jnp.where(bisect, 0.5 * (br.lo + br.hi), s)
+
+
+def _narrow(br, x, g, to_lo):
+    """``x`` (log-ratio ``g``) replaces the ``lo`` end (``to_lo``) or the ``hi`` end."""
+    return _Bracket(
+        jnp.where(to_lo, x, br.lo),
+        jnp.where(to_lo, br.hi, x),
+        br.x1,
+        br.g1,
+        x,
+        g,
+        br.hi - br.lo,
+        br.w1,
+    )
+
+
 def first_below(fn, level, lo, hi):
-    """Smallest ε found in [lo, hi] with fn(ε) ≤ level (bisection; inf if fn(hi) > level).
+    """Smallest ε found in [lo, hi] with fn(ε) ≤ level (inf if fn(hi) > level).
 
-    Only points where fn was evaluated and found ≤ level are ever returned, so the result
-    is valid whatever the shape of fn. (They are not evaluated again: a second evaluation
-    of the same expression, compiled differently, may round to the other side of level.)
-    The two ends are evaluated by the first two passes of the bisection loop, so ``fn``
-    appears once in the compiled program.
+    The first two passes evaluate the ends; the others narrow the bracket
+    ``fn(lo') > level ≥ fn(hi')`` (false position on ``log fn``, Illinois, bisection
+    safeguard) until it is a few ulps wide. Only points where fn was evaluated and found
+    ≤ level are ever returned, so the result is valid whatever the shape of fn. (They are
+    not evaluated again: a second evaluation of the same expression, compiled differently,
+    may round to the other side of level.) ``fn`` appears once in the compiled program.
     """
+    zero = jnp.zeros(jnp.shape(lo))
 
-    def body(i, state):
-        a, b, b_ok, lo_ok = state
-        x = jnp.where(i == 0, lo, jnp.where(i == 1, hi, 0.5 * (a + b)))
-        ok = fn(x) <= level
-        bisect = i >= 2
+    def cond(state):
+        i, br, lo_ok, hi_ok = state
+        done = lo_ok | ~hi_ok | _narrow_enough(br)
+        return (i < 2) | (~jnp.all(done) & (i < _MAX_PASSES))
+
+    def body(state):
+        i, br, lo_ok, hi_ok = state
+        x = jnp.where(i == 0, lo, jnp.where(i == 1, hi, _next_point(br)))
+        v = fn(x)
+        ok, g = v <= level, _log_ratio(v, level)
         lo_ok = jnp.where(i == 0, ok, lo_ok)
-        b_ok = jnp.where(i == 1, ok, b_ok | (bisect & ok))
-        a = jnp.where(bisect & ~ok, x, a)
-        b = jnp.where(bisect & ok, x, b)
-        return a, b, b_ok, lo_ok
+        hi_ok = jnp.where(i == 1, ok, hi_ok)
+        # The first two passes evaluate the ends; the others narrow.
+        ends = _open(lo, hi, br.x1, br.g1, x, g)
+        br = jax.tree_util.tree_map(
+            lambda e, n: jnp.where(i < 2, e, n), ends, _narrow(br, x, g, ~ok)
+        )
+        return i + 1, br, lo_ok, hi_ok
 
     false = jnp.zeros(jnp.shape(lo), bool)
-    _, b, b_ok, lo_ok = lax.fori_loop(0, _BISECT + 2, body, (lo, hi, false, false))
-    return jnp.where(lo_ok, lo, jnp.where(b_ok, b, jnp.inf))
-
-
-_LADDER = np.concatenate([[0.0], np.geomspace(1e-7, 1.0, 29)])
+    state = (0, _open(lo, hi, zero, zero, zero, zero), false, false)
+    _, br, lo_ok, hi_ok = lax.while_loop(cond, body, state)
+    return jnp.where(lo_ok, lo, jnp.where(hi_ok, br.hi, jnp.inf))
 
 
 def last_above(fn, level, start):
-    """A large ε ≤ start with fn(ε) ≥ level (0 if none): a ladder down, then bisection.
+    """A large ε ≤ start with fn(ε) ≥ level (0 if none): a ladder down, then a bracket.
 
-    As in :func:`first_below`, only points found to pass are returned. The rungs and the
-    bisection are passes of one loop (``fn`` appears once in the compiled program); the
-    first passing rung and the one above it bracket the bisection.
+    The rungs ``start · (1 − l)``, ``l`` in :data:`_LADDER`, are tried in turn; the first
+    that passes and the one above it bracket the answer, which the next passes narrow as
+    in :func:`first_below`. Only points found to pass are returned, and ``fn`` appears
+    once in the compiled program.
     """
     pts = start * (1.0 - jnp.asarray(_LADDER))
     n = len(_LADDER)
+    zero = jnp.zeros(jnp.shape(start))
 
-    def body(i, state):
-        g, b, found = state
-        rung = i < n
-        x = jnp.where(rung, pts[jnp.minimum(i, n - 1)], 0.5 * (g + b))
-        ok = fn(x) >= level
-        first = rung & ok & ~found
-        above = jnp.where(i > 0, pts[jnp.clip(i - 1, 0, n - 1)], x)
-        g = jnp.where(rung, jnp.where(first, x, g), jnp.where(ok, x, g))
-        b = jnp.where(rung, jnp.where(first, above, b), jnp.where(ok, b, x))
-        return g, b, found | first
+    def cond(state):
+        i, br, found, r = state
+        done = (found & _narrow_enough(br)) | (~found & (r >= n))
+        return ~jnp.all(done) & (i < n + _MAX_PASSES)
+
+    def body(state):
+        i, br, found, r = state
+        climbing = ~found & (r < n)
+        x = jnp.where(climbing, pts[jnp.minimum(r, n - 1)], _next_point(br))
+        v = fn(x)
+        ok, g = v >= level, _log_ratio(v, level)
+        # The first rung that passes opens the bracket [it, the rung above] ([start,
+        # start] if it is the start); the rungs before it are the last points evaluated.
+        first = climbing & ok
+        opened = _open(x, jnp.where(r > 0, br.x1, x), br.x1, br.g1, x, g)
+        climbed = br._replace(x0=br.x1, g0=br.g1, x1=x, g1=g)
+
+        def pick(o, c, m):
+            return jnp.where(first, o, jnp.where(climbing, c, m))
+
+        br = jax.tree_util.tree_map(pick, opened, climbed, _narrow(br, x, g, ok))
+        return i + 1, br, found | first, r + climbing
 
     false = jnp.zeros(jnp.shape(start), bool)
-    g, _, found = lax.fori_loop(0, n + 40, body, (pts[0], pts[0], false))
-    return jnp.where(found, g, 0.0)
+    state = (0, _open(zero, zero, zero, zero, zero, zero), false, jnp.zeros(jnp.shape(start), int))
+    _, br, found, _ = lax.while_loop(cond, body, state)
+    return jnp.where(found, br.lo, 0.0)
