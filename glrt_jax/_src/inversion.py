@@ -88,21 +88,29 @@ def query_bounds(carry, p, tau, tilts, n_tot, target, gam, *, J, query):
             ``M_S(a) e^{var a²/2 − aε}``.
             """
             lam, log_up, rel, cs, lm, _ = side
-            factor = jnp.exp(0.5 * var * (z * z - a_i * a_i) + 1j * om * cs) * weight
+            # e^{var((a+iω)²−a²)/2 + iωc} = e^{−var ω²/2} e^{iωθ}, θ = var·a + c; the phases
+            # e^{iωθ} at ω = k·Δω as a product of two tables of √J each (as in trap).
+            theta = var * a_i + cs
+            rows = jnp.exp(1j * (R * dw_i) * theta * jnp.arange(J // R))
+            cols = jnp.exp(1j * dw_i * theta * jnp.arange(R))
+            turn = (rows[:, None] * cols[None, :]).reshape(J)
+            gauss = jnp.exp(-0.5 * var * om * om)
+            factor = gauss * turn * weight
+            abs_factor = gauss * jnp.abs(weight)
             g = jnp.exp(lam) * factor
-            mag = jnp.abs(g)
+            mag = jnp.exp(jnp.real(lam)) * abs_factor
             # Per node: Π(|φ̂_k| + e)^{n_k} − Π|φ̂_k|^{n_k} bounds the error of the product,
             # and the rounding of the logs adds e^{rel} − 1 relative.
-            node_err = jnp.abs(factor) * (jnp.exp(log_up) - jnp.exp(jnp.real(lam)))
+            node_err = abs_factor * (jnp.exp(log_up) - jnp.exp(jnp.real(lam)))
             node_err = node_err + mag * jnp.expm1(rel)
-            fp = dw_i / (2.0 * jnp.pi) * jnp.sum(wk * jnp.minimum(node_err, jnp.abs(factor) + cap))
-            # The sums' rounding, and the phases ω(c − ε) rounded to a few ulps of their
+            fp = dw_i / (2.0 * jnp.pi) * jnp.sum(wk * jnp.minimum(node_err, abs_factor + cap))
+            # The sums' rounding, and the phases ω(θ − ε) rounded to a few ulps of their
             # size (the latter grows with |c| + |ε|: kept apart).
             total_mag = dw_i / (2.0 * jnp.pi) * jnp.sum(wk * mag)
             fp = fp + 4.0 * J * UNIT_ROUNDOFF * total_mag
             phase = 8.0 * UNIT_ROUNDOFF * om[-1] * total_mag
             base = (wk * g).reshape(J // R, R)
-            return base, fp + trunc, phase, jnp.abs(cs), lm + 0.5 * var * a_i * a_i
+            return base, fp + trunc, phase, jnp.abs(theta), lm + 0.5 * var * a_i * a_i
 
         def trap(prep, eps):
             base, err, phase, abs_c, log_c0 = prep
