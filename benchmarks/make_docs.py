@@ -38,7 +38,7 @@ PAGES = [
     (
         "composition",
         "composition.py",
-        ["--quick", "--repeat", "1", "--plot", os.path.join(PAGES_DIR, "composition_time.png")],
+        ["--quick", "--repeat", "5", "--plot", os.path.join(PAGES_DIR, "composition_time.png")],
         os.path.join(PAGES_DIR, "composition.md"),
         "certified ε of long runs (N up to 10⁷) and K-phase schedules against dp_accounting "
         "and prv_accountant, with the time-against-N plot",

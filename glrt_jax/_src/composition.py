@@ -216,7 +216,8 @@ _TAU_SCALE_MIN = 1.0 / 256.0
 # coarse ladder that starts at COARSE_FLOOR (steps of four: at most 4× the need, and
 # never less than the floor): a query of a few phases costs milliseconds at any of these
 # sizes, while each new size is a new compiled program (seconds), so most queries share
-# the floor's programs, and a re-plan rarely needs a program of its own.
+# the floor's programs. A re-plan (a need past the floor: few rounds at small q) chooses
+# from all sizes, where the coarse ladder would cost up to 4× the work.
 POINTS = (128, 256, 512, 1024, 2048, 4096, 8192, 16384)
 NODES = (256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536)
 FINE_SIZES_FROM = 64
@@ -231,14 +232,16 @@ def _ladder(sizes, floor):
     return up if up[-1] == sizes[-1] else up + sizes[-1:]
 
 
-def _sizes_for(p, at_least=(0, 0)):
+def _sizes_for(p, at_least=(0, 0), replan=False):
     """(B, J) from :data:`POINTS` and :data:`NODES` that meet the plan's needs (largest if none).
 
     ``at_least``: sizes already compiled for this query (a re-plan keeps them when they
-    suffice, rather than compiling smaller programs).
+    suffice, rather than compiling smaller programs). ``replan``: a re-plan chooses from
+    all sizes (its need is past the floor, where the coarse ladder would cost up to 4×
+    the work).
     """
     b_need, j_need = float(np.max(np.asarray(p.b_need))), float(np.max(np.asarray(p.j_need)))
-    fine = p.xp.shape[0] >= FINE_SIZES_FROM
+    fine = replan or p.xp.shape[0] >= FINE_SIZES_FROM
     points = POINTS if fine else _ladder(POINTS, COARSE_FLOOR[0])
     nodes = NODES if fine else _ladder(NODES, COARSE_FLOOR[1])
     b_need, j_need = max(1.1 * b_need, at_least[0]), max(1.1 * j_need, at_least[1])
@@ -402,7 +405,7 @@ def _refine(bounds, diag, valid, mu, q, n, target, tol, sizes, static):
             break
         hint_a, scale_a = np.float64(hint), np.float64(scale)
         p = _plan_stage(mu, q, n, target, tol, hint_a, scale_a, **static)
-        sizes = _sizes_for(p, at_least=sizes)
+        sizes = _sizes_for(p, at_least=sizes, replan=True)
         new, diag = _staged(valid, mu, q, n, target, p, B=sizes[0], J=sizes[1], **static)
         better = float(new.upper) < float(bounds.upper)
         bounds = Bounds(
