@@ -76,11 +76,16 @@ def query_bounds(carry, p, tau, tilts, n_tot, target, gam, *, J, query):
     def evaluate(cr, a_i, tau_i, W_i, dw_i, b_i, sup_i):
         """One direction's (upper, lower, estimate, smoothing share) for the query."""
         om = dw_i * jnp.arange(J)  # nodes, 0 included
-        z = a_i + 1j * om
         om_max = J * dw_i
         cr_sg = lax.stop_gradient(cr)
+        # The weight of E g_ε, 1/(z(z+1)) at z = a + iω, as conj(w)/|w|² with w = z(z+1)
+        # (no complex division).
+        w_re, w_im = a_i * (a_i + 1.0) - om * om, om * (2.0 * a_i + 1.0)
+        w_abs2 = w_re * w_re + w_im * w_im
+        inv_w = (w_re - 1j * w_im) / w_abs2
+        abs_inv_w = lax.rsqrt(w_abs2)
 
-        def prepare(side, var, weight, cap, trunc):
+        def prepare(side, e_lam, var, weight, abs_weight, cap, trunc):
             """Node values of one smoothed transform, with ε-free error terms.
 
             ``(Δω/2π) Σ_k w_k Re[M_S(a+iω_k)/M_S(a) e^{var((a+iω)²−a²)/2} e^{−iωε} weight_k]``
@@ -96,8 +101,8 @@ def query_bounds(carry, p, tau, tilts, n_tot, target, gam, *, J, query):
             turn = (rows[:, None] * cols[None, :]).reshape(J)
             gauss = jnp.exp(-0.5 * var * om * om)
             factor = gauss * turn * weight
-            abs_factor = gauss * jnp.abs(weight)
-            g = jnp.exp(lam) * factor
+            abs_factor = gauss * abs_weight
+            g = e_lam * factor
             mag = jnp.exp(jnp.real(lam)) * abs_factor
             # Per node: Π(|φ̂_k| + e)^{n_k} − Π|φ̂_k|^{n_k} bounds the error of the product,
             # and the rounding of the logs adds e^{rel} − 1 relative.
@@ -126,11 +131,14 @@ def query_bounds(carry, p, tau, tilts, n_tot, target, gam, *, J, query):
             safe_om = jnp.where(om > 0, om, 1.0)
             cap = jnp.where(om > 0, jnp.exp(-0.5 * tau_i**2 * om * om) / safe_om**2, jnp.inf)
             trunc = jnp.exp(-0.5 * tau_i**2 * om_max**2) / (jnp.pi * tau_i**2 * om_max**3)
-            prep_d = prepare(side, tau_i**2, 1.0 / (z * (z + 1.0)), cap, trunc)
+            # e^{λ} once for both transforms (the barrier keeps the compiler from
+            # recomputing its complex exponential inside each of their fusions).
+            e_lam = lax.optimization_barrier(jnp.exp(side[0]))
+            prep_d = prepare(side, e_lam, tau_i**2, inv_w, abs_inv_w, cap, trunc)
             v = 4.0 * tau_i**2
             cap_f = jnp.exp(-0.5 * v * om * om)
             trunc_f = jnp.exp(-0.5 * v * om_max**2) / (jnp.pi * v * om_max)
-            prep_f = prepare(side, v, 1.0, cap_f, trunc_f)
+            prep_f = prepare(side, e_lam, v, 1.0, 1.0, cap_f, trunc_f)
 
             def delta_x(eps):  # E g_ε(S + τZ)
                 return trap(prep_d, eps)
