@@ -149,7 +149,7 @@ class _Stored:
         if call is None:
             try:
                 call = jax.jit(self._exported(key, args, static).call)
-            except Exception as err:  # noqa: BLE001 - the jitted function is always right
+            except Exception as err:  # whatever went wrong, the jitted function is right
                 _warn_once(f"glrt-jax: {self._name} is not stored ({err!r}); it is traced")
                 call = functools.partial(self._jitted, **static)
             self._loaded[key] = call
@@ -164,14 +164,16 @@ class _Stored:
             pass
         exp = export.export(jax.jit(functools.partial(self._fn, **static)))(*args)
         data = exp.serialize()
+        tmp = None
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
             with os.fdopen(fd, "wb") as f:
                 f.write(data)
             os.replace(tmp, path)  # atomic: a concurrent reader sees all or nothing
-        except OSError:  # a read-only store still serves this process
-            pass
+        except OSError:  # a read-only or full store still serves this process
+            if tmp is not None and os.path.exists(tmp):
+                os.remove(tmp)
         return exp
 
 
