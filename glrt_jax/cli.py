@@ -154,13 +154,24 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split()) or type(exc).__name__
 
 
+def _silence_stdout() -> None:
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # a standard output without a descriptor
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit status.
 
     A bad value (``ValueError``), a missing optional dependency (``ImportError``) or a file
     that cannot be written (``OSError``) is printed on one line, ``glrt-jax <command>:
     error: ...``, with exit status 2; anything else as an internal error with status 1.
-    ``--debug`` shows the traceback instead.
+    ``--debug`` shows the traceback instead. A reader that stops reading early (``| head``)
+    ends the command quietly, with status 0.
     """
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -168,7 +179,14 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         with jax.enable_x64(True):  # the command line computes in float64
-            return args.func(args)
+            status = args.func(args)
+        sys.stdout.flush()  # here, where a closed pipe is handled, not at exit
+        return status
+    except BrokenPipeError:
+        # The reader closed the pipe early (`| head`, `| grep -q`): not an error. Standard
+        # output goes to the null device, so the flush at exit does not fail again.
+        _silence_stdout()
+        return 0
     except (ValueError, ImportError, OSError) as exc:
         if args.debug:
             raise

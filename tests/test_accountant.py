@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 
 import pytest
 from scipy import optimize, stats
@@ -131,6 +132,21 @@ def test_report_cli(capsys):
         "report --noise-multiplier 6 --sampling-rate 0.5 --delta 1e-2 --threat-model shared".split()
     )
     assert code == 2 and "sampling_rate must be 1" in capsys.readouterr().err
+
+
+def test_cli_quiet_when_the_reader_stops_early(monkeypatch, capsys):
+    class ClosedPipe:  # what `glrt-jax report ... | head -1` leaves once head has exited
+        def write(self, text):
+            raise BrokenPipeError(32, "Broken pipe")
+
+        def flush(self):
+            raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(sys, "stdout", ClosedPipe())
+    code = cli.main(
+        "report --noise-multiplier 6 --steps 70 --delta 1e-2 --threat-model shared".split()
+    )
+    assert code == 0 and capsys.readouterr().err == ""
 
 
 def test_cli_errors_one_line_and_debug(capsys):
