@@ -338,11 +338,12 @@ def first_below(fn, level, lo, hi):
     """Smallest ε found in [lo, hi] with fn(ε) ≤ level (inf if fn(hi) > level).
 
     The first two passes evaluate the ends; the others narrow the bracket
-    ``fn(lo') > level ≥ fn(hi')`` (false position on ``log fn``, Illinois, bisection
-    safeguard) until it is a few ulps wide. Only points where fn was evaluated and found
-    ≤ level are ever returned, so the result is valid whatever the shape of fn. (They are
-    not evaluated again: a second evaluation of the same expression, compiled differently,
-    may round to the other side of level.) ``fn`` appears once in the compiled program.
+    ``fn(lo') > level ≥ fn(hi')`` (secant on ``log fn``, bisection safeguard; see the
+    comment above :data:`_MAX_PASSES`) until it is ``_RTOL`` wide. Only points where fn
+    was evaluated and found ≤ level are ever returned, so the result is valid whatever the
+    shape of fn. (They are not evaluated again: a second evaluation of the same
+    expression, compiled differently, may round to the other side of level.) ``fn``
+    appears once in the compiled program.
     """
     zero = jnp.zeros(jnp.shape(lo))
 
