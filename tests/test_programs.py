@@ -40,7 +40,7 @@ def test_stored_programs_are_loaded_back_and_answer_the_same(store, monkeypatch)
     first = _query()
     assert float(first.lower) <= ref <= float(first.upper)
     files = sorted(store.glob("*.jaxexport"))
-    assert len(files) == 4  # sanitize, plan, phase sums, bounds
+    assert len(files) == 3  # plan, phase sums, bounds
 
     # A later process: nothing in memory, and exporting (tracing) is not allowed.
     programs.forget()

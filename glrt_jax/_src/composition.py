@@ -131,17 +131,21 @@ programs.register_tuple(planning.Plan, "glrt_jax.Plan")
 # itself), and the bounds program is shared by both adversaries, every d and every B.
 
 
-@programs.stored(static_argnames=("query",))
 def _sanitize(mu, q, n, target, tol, query):
-    """Replace invalid inputs by harmless ones (NaN answers under jit); the validity flag."""
-    valid = jnp.all((mu > 0) & jnp.isfinite(mu) & (q > 0) & (q <= 1) & (n >= 0))
-    valid = valid & jnp.any(n > 0) & jnp.isfinite(target) & (tol > 0)
+    """Replace invalid inputs by harmless ones (NaN answers under jit); the validity flag.
+
+    Concrete inputs are checked with NumPy (no compiled program of its own), traced ones
+    with ``jax.numpy``.
+    """
+    xp = jnp if is_traced(mu, q, n, target, tol) else np
+    valid = xp.all((mu > 0) & xp.isfinite(mu) & (q > 0) & (q <= 1) & (n >= 0))
+    valid = valid & xp.any(n > 0) & xp.isfinite(target) & (tol > 0)
     if query == "epsilon":
         valid = valid & (target > 0) & (target < 1)
-    mu = jnp.where(valid, mu, 1.0)
-    q = jnp.where(valid, q, 0.5)
-    n = jnp.where(valid, n, 1)
-    target = jnp.where(valid, target, 0.5)
+    mu = xp.where(valid, mu, 1.0)
+    q = xp.where(valid, q, 0.5)
+    n = xp.where(valid, n, 1)
+    target = xp.where(valid, target, 0.5)
     return valid, mu, q, n, target
 
 
@@ -201,7 +205,7 @@ def compose_query(
     with the saddle-point picture (``diag["smoothing"]`` says when).
     """
     static = dict(adversary=adversary, d=d, neighbouring=neighbouring)
-    valid, mu, q, n, target = _sanitize(mu, q, n, target, tol, query=query)
+    valid, mu, q, n, target = _sanitize(mu, q, n, target, tol, query)
     p = _plan_stage(mu, q, n, target, tol, hint, tau_scale, query=query, **static)
     return _staged(valid, mu, q, n, target, p, B=B, J=J, query=query, **static)
 
@@ -471,7 +475,7 @@ def _query(
     target = xp.asarray(target, np.float64)
     tol_a = xp.asarray(tol, np.float64)
     static = dict(adversary=adversary, d=d, neighbouring=neighbouring, query=query)
-    valid, mu, q, n, target = _sanitize(mu, q, n, target, tol_a, query=query)
+    valid, mu, q, n, target = _sanitize(mu, q, n, target, tol_a, query)
     nan, one = np.float64(np.nan), np.float64(1.0)
     p = _plan_stage(mu, q, n, target, tol_a, nan, one, **static)
     auto = points is None and nodes is None
