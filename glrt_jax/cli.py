@@ -155,13 +155,14 @@ def _one_line(exc: BaseException) -> str:
 
 
 def _silence_stdout() -> None:
+    """Point standard output at the null device (nothing to do without a descriptor)."""
+    import contextlib
     import os
 
-    try:
+    with contextlib.suppress(OSError, ValueError, AttributeError):
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError, AttributeError):  # a standard output without a descriptor
-        pass
+        os.close(devnull)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -13,22 +13,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from closed_forms import gaussian_epsilon
 from dp_accounting.pld import pld_privacy_accountant
-from scipy import optimize, stats
+from scipy import stats
 
 from glrt_jax import accountant
 from glrt_jax._src import composition
 
 SZ = dict(points=512, nodes=4096)  # fixed sizes, as under jit
-
-
-def _gaussian_epsilon(delta, mu):
-    """Closed-form ε(δ) of μ-GDP (NPO, q = 1, any number of rounds: μ² = Σ 1/σ_k²)."""
-
-    def gap(e):  # log-space second term: e^ε Φ(·) without overflow
-        return stats.norm.cdf(-e / mu + mu / 2) - math.exp(e + stats.norm.logcdf(-e / mu - mu / 2))
-
-    return optimize.brentq(lambda e: gap(e) - delta, 0.0, 1e4, xtol=1e-13, rtol=1e-14)
 
 
 def _gaussian_delta(eps, mu):
@@ -41,7 +33,7 @@ def _gaussian_delta(eps, mu):
 )
 def test_q1_matches_closed_form_gaussian(sigma, steps, delta):
     b = accountant.schedule_epsilon(sigma, 1.0, steps, delta)
-    ref = _gaussian_epsilon(delta, math.sqrt(steps) / sigma)
+    ref = gaussian_epsilon(delta, math.sqrt(steps) / sigma)
     assert float(b.lower) <= ref <= float(b.upper)
     assert float(b.upper) <= ref * (1 + 1e-3) + 1e-9  # default tol: 1e-3 relative
 
@@ -127,7 +119,7 @@ def test_one_round_brackets_high_precision_profile(sigma, q, eps):
 
 
 def test_tolerance_can_be_tightened_to_1e_6():
-    ref = _gaussian_epsilon(1e-5, math.sqrt(100) / 2.0)
+    ref = gaussian_epsilon(1e-5, math.sqrt(100) / 2.0)
     b = accountant.schedule_epsilon(2.0, 1.0, 100, 1e-5, tol=1e-6)
     assert float(b.lower) <= ref <= float(b.upper)
     assert float(b.upper) <= ref * (1 + 1e-6)

@@ -6,20 +6,11 @@ import math
 import jax
 import numpy as np
 import pytest
+from closed_forms import gaussian_epsilon
 from jax import export
-from scipy import optimize, stats
 
 from glrt_jax import accountant
 from glrt_jax._src import programs
-
-
-def _gaussian_epsilon(delta, mu):
-    """Closed-form ε(δ) of μ-GDP (NPO with q = 1: μ² = steps/σ²)."""
-
-    def gap(e):
-        return stats.norm.cdf(-e / mu + mu / 2) - math.exp(e + stats.norm.logcdf(-e / mu - mu / 2))
-
-    return optimize.brentq(lambda e: gap(e) - delta, 0.0, 1e4, xtol=1e-13, rtol=1e-14)
 
 
 @pytest.fixture
@@ -36,7 +27,7 @@ def _query():
 
 
 def test_stored_programs_are_loaded_back_and_answer_the_same(store, monkeypatch):
-    ref = _gaussian_epsilon(1e-6, math.sqrt(100) / 2.0)
+    ref = gaussian_epsilon(1e-6, math.sqrt(100) / 2.0)
     first = _query()
     assert float(first.lower) <= ref <= float(first.upper)
     files = sorted(store.glob("*.jaxexport"))

@@ -20,6 +20,7 @@ or an upgrade never reads a stale program. A file that cannot be read is exporte
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import os
@@ -158,10 +159,8 @@ class _Stored:
     def _exported(self, key, args, static) -> export.Exported:
         text = repr((key, jax.__version__, _source_digest()))
         path = _STORE / f"{hashlib.sha256(text.encode()).hexdigest()}.jaxexport"
-        try:
+        with contextlib.suppress(Exception):  # absent, unreadable, older jax: export again
             return export.deserialize(bytearray(path.read_bytes()))
-        except Exception:  # absent, unreadable or from an incompatible jax: export again
-            pass
         exp = export.export(jax.jit(functools.partial(self._fn, **static)))(*args)
         data = exp.serialize()
         tmp = None
