@@ -27,10 +27,12 @@ query is about ``K · (B·2M + 4J log₂ 4J)`` operations (B grid points per rou
 Method (and why each step is a bound)
 -------------------------------------
 1. **Per-round grids.** Phase k's loss range ``[lo, hi]`` (P-tails beyond it below
-   ``m``, counted as failure mass) is covered by ``B + 1`` points placed by companding:
-   point density ∝ (tilted mass density)^{1/3}, which minimises the split's added
-   variance ``Σ_b w_b h_b²`` for a given number of points. Geometric planning points near
-   the ends and near 0 resolve the near-atom of unsampled rounds (losses of order q).
+   ``m = δ·tol·e^{−10}/N``, counted as failure mass: at most ``10⁻⁴·tol·δ`` in all, yet
+   the range, and with it the period ``W`` below, is no wider than that needs) is
+   covered by ``B + 1`` points placed by companding: point density ∝ (tilted mass
+   density)^{1/3}, which minimises the split's added variance ``Σ_b w_b h_b²`` for a
+   given number of points. Geometric planning points near the ends and near 0 resolve
+   the near-atom of unsampled rounds (losses of order q).
 2. **Two discretisations per round.** *Upper:* connect-the-dots, each bin's P- and
    Q-masses split onto its end points; the pair dominates the round (δ can only grow).
    *Lower:* each bin merged into one atom at ``log(π_b/κ_b)``: binning the output is
@@ -51,7 +53,10 @@ Method (and why each step is a bound)
    aliasing is bounded by Chernoff bounds of X for the lower side. Truncating at
    ``Ω = JΔω`` costs at most ``(C/π) e^{−τ²Ω²/2}/(τ²Ω³)``, ``C = M_X(a) e^{−aε}``.
    The damping ``a`` and the period ``W`` are chosen together (aliasing far below
-   ``tol·δ`` with the fewest nodes); ``τ²`` is a share of ``tol·ε``.
+   ``tol·δ`` with the fewest nodes). The nodes are sized for the widest ``τ`` the
+   tolerance allows (``τ²`` a share of ``tol·ε``), and the inversion then smooths with
+   the narrowest ``τ`` they resolve (``Ω = √90/τ``): both smoothing terms below shrink
+   with ``τ``, so this is the tightest answer the nodes give.
 5. **Removing the smoothing.** Upper: since ``E_Z g_ε(s + τZ) ≥ 1 − e^{ε−s+τ²/2}``,
    ``δ_S(ε) ≤ δ_X(ε) + (e^{τ²/2} − 1) P(S > ε)``, and ``P(S > ε) ≤ δ_S(ε − c)/(1 − e^{−c})``.
    Lower: ``E_Z g_ε(s + τZ) − g_ε(s) ≤ C_τ e^{−(s−ε)²/(8τ²)}`` with
@@ -150,16 +155,16 @@ def _sanitize(mu, q, n, target, tol, query):
 
 
 @programs.stored(static_argnames=("loss", "query"))
-def _plan_program(mu, q, n, target, tol, hint, tau_scale, values, *, loss, query):
-    p = planning.plan(loss, values, mu, q, n, query, target, tol, hint, tau_scale)
+def _plan_program(mu, q, n, target, tol, hint, tau_cap, values, *, loss, query):
+    p = planning.plan(loss, values, mu, q, n, query, target, tol, hint, tau_cap)
     return jax.tree_util.tree_map(jax.lax.stop_gradient, p)
 
 
-def _plan_stage(mu, q, n, target, tol, hint, tau_scale, *, adversary, d, neighbouring, query):
+def _plan_stage(mu, q, n, target, tol, hint, tau_cap, *, adversary, d, neighbouring, query):
     # Programs are keyed on the loss's static part (losses.program_key): NPO and GLRT with
     # d = 1 share one, every other d shares one (d is data).
     loss, values = losses.program_key(adversary, d, neighbouring, mu.shape[0])
-    return _plan_program(mu, q, n, target, tol, hint, tau_scale, values, loss=loss, query=query)
+    return _plan_program(mu, q, n, target, tol, hint, tau_cap, values, loss=loss, query=query)
 
 
 @programs.stored(static_argnames=("loss", "B", "J"))
@@ -194,26 +199,27 @@ def _staged(valid, mu, q, n, target, p, *, adversary, d, neighbouring, B, J, que
 
 @functools.partial(jax.jit, static_argnames=("adversary", "d", "neighbouring", "B", "J", "query"))
 def compose_query(
-    mu, q, n, target, tol, hint=jnp.nan, tau_scale=1.0, *, adversary, d, neighbouring, B, J, query
+    mu, q, n, target, tol, hint=jnp.nan, tau_cap=jnp.inf, *, adversary, d, neighbouring, B, J, query
 ):
     """Bounds on ε(δ = target) or δ(ε = target) for K phases; returns (Bounds, diag).
 
     One program for the three stages (for callers inside ``jit``, e.g. calibration).
     ``hint``: an ε known to lie at or below the answer (ε queries), to plan with when the
-    saddle-point guess from the Chernoff bound is too high; NaN for none. ``tau_scale``
-    (≤ 1) shrinks the planned smoothing, for losses whose density at ε is large compared
-    with the saddle-point picture (``diag["smoothing"]`` says when).
+    saddle-point guess from the Chernoff bound is too high; NaN for none. ``tau_cap``
+    caps the smoothing width the plan sizes the nodes for, for losses whose density at
+    ε is large compared with the saddle-point picture (``diag["smoothing"]`` says when);
+    ``inf`` for none.
     """
     static = dict(adversary=adversary, d=d, neighbouring=neighbouring)
     valid, mu, q, n, target = _sanitize(mu, q, n, target, tol, query)
-    p = _plan_stage(mu, q, n, target, tol, hint, tau_scale, query=query, **static)
+    p = _plan_stage(mu, q, n, target, tol, hint, tau_cap, query=query, **static)
     return _staged(valid, mu, q, n, target, p, B=B, J=J, query=query, **static)
 
 
 # Re-plans of an eager query whose answer contradicts the plan (see _refine), and the
-# smallest smoothing scale they go down to.
+# narrowest smoothing they plan for, relative to the first answer's.
 _REPLANS = 4
-_TAU_SCALE_MIN = 1.0 / 256.0
+_TAU_CAP_MIN = 1.0 / 256.0
 # Per-round grid points and frequency nodes (powers of two). From FINE_SIZES_FROM phases
 # on, where the work, not the compilation, is what costs, the eager entry points choose
 # from all of them (at most 2× the work of the exact need). Below, they choose from a
@@ -254,11 +260,11 @@ def _sizes_for(p, at_least=(0, 0), replan=False):
     return b, j
 
 
-def choose_sizes(mu, q, n, target, tol, hint=jnp.nan, tau_scale=1.0, *, query, **static):
+def choose_sizes(mu, q, n, target, tol, hint=jnp.nan, tau_cap=jnp.inf, *, query, **static):
     """(B, J) from :data:`POINTS` and :data:`NODES` that meet ``tol`` (largest if none)."""
     hint = jnp.asarray(hint, jnp.float64)
-    tau_scale = jnp.asarray(tau_scale, jnp.float64)
-    return _sizes_for(_plan_stage(mu, q, n, target, tol, hint, tau_scale, query=query, **static))
+    tau_cap = jnp.asarray(tau_cap, jnp.float64)
+    return _sizes_for(_plan_stage(mu, q, n, target, tol, hint, tau_cap, query=query, **static))
 
 
 # ---------------------------------------------------------------------------
@@ -392,8 +398,9 @@ def _refine(bounds, diag, valid, mu, q, n, target, tol, sizes, static):
     tolerance (a steep loss tail at ε: plan with less smoothing and more nodes). Each
     re-plan gives another valid bracket; the intersection is kept.
     """
-    hint, scale = jnp.nan, 1.0
+    hint, cap = jnp.nan, np.inf
     share_max = 0.5 * float(tol)
+    tau_min = _TAU_CAP_MIN * float(diag["tau_decide"])
     for _ in range(_REPLANS):
         again = False
         est = float(bounds.estimate)
@@ -403,12 +410,15 @@ def _refine(bounds, diag, valid, mu, q, n, target, tol, sizes, static):
                 hint, again = 0.5 * est, True
         share = float(diag["smoothing"])
         if np.isfinite(share) and share > share_max:
-            step = math.sqrt(0.3 * float(tol) / share) * float(diag["tau_over_tol"])
-            scale, again = max(scale * min(step, 0.5), _TAU_SCALE_MIN), True
+            # The share grows like τ²: cap the width the nodes are planned for at the
+            # one that brings it to 0.3 tol (the plan's own width may be narrower still,
+            # e.g. when the hint lowers its guess of ε).
+            step = min(math.sqrt(0.3 * float(tol) / share), 0.5)
+            cap, again = max(min(cap, step * float(diag["tau_decide"])), tau_min), True
         if not again:
             break
-        hint_a, scale_a = np.float64(hint), np.float64(scale)
-        p = _plan_stage(mu, q, n, target, tol, hint_a, scale_a, **static)
+        hint_a, cap_a = np.float64(hint), np.float64(cap)
+        p = _plan_stage(mu, q, n, target, tol, hint_a, cap_a, **static)
         sizes = _sizes_for(p, at_least=sizes, replan=True)
         new, diag = _staged(valid, mu, q, n, target, p, B=sizes[0], J=sizes[1], **static)
         better = float(new.upper) < float(bounds.upper)
@@ -476,8 +486,8 @@ def _query(
     tol_a = xp.asarray(tol, np.float64)
     static = dict(adversary=adversary, d=d, neighbouring=neighbouring, query=query)
     valid, mu, q, n, target = _sanitize(mu, q, n, target, tol_a, query)
-    nan, one = np.float64(np.nan), np.float64(1.0)
-    p = _plan_stage(mu, q, n, target, tol_a, nan, one, **static)
+    nan, inf = np.float64(np.nan), np.float64(np.inf)
+    p = _plan_stage(mu, q, n, target, tol_a, nan, inf, **static)
     auto = points is None and nodes is None
     if points is None or nodes is None:
         b, j = JIT_SIZES if traced else _sizes_for(p)

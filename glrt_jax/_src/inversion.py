@@ -257,7 +257,7 @@ def query_bounds(carry, p, tau, tilts, n_tot, target, gam, *, J, query):
         b_need=p.b_need,
         j_need=p.j_need,
         smoothing=lax.stop_gradient(shares[decide]),
-        tau_over_tol=(tau / p.tau_tol)[decide],
+        tau_decide=tau[decide],
         ups=ups,
     )
     return (low, jnp.clip(est, low, up), up), diag

@@ -8,7 +8,9 @@ picture of the composed loss near the answer, from which the plan chooses
 
 * the damping ``a`` and the period ``W`` of the trapezoid rule (aliasing far below
   ``tol · δ`` with the fewest nodes),
-* the smoothing width ``τ`` (a share of ``tol · ε``),
+* the widest smoothing ``τ`` the tolerance allows (``τ²`` a share of ``tol · ε``), which
+  sets the node count (the inversion then smooths with the narrowest ``τ`` the nodes
+  support, :func:`smoothing_width`),
 * the per-round grid points ``B`` and frequency nodes ``J`` that ``tol`` needs
   (``b_need``, ``j_need``).
 
@@ -55,7 +57,7 @@ class Plan(NamedTuple):
     Attributes:
       a: damping of the trapezoid rule (a Chernoff tilt ≤ the saddle point).
       W: period of the trapezoid rule (node spacing ``2π/W``).
-      tau_tol: smoothing width the tolerance allows (before the node count is applied).
+      tau_tol: the widest smoothing the tolerance allows (it sizes ``j_need``).
       s_a: spread of the composed loss under the tilt ``a``.
       sup: the largest composed loss of the grids (above it only failure mass is left).
       xp, pp: per phase (K, n_dir, P): planning points and split pmf.
@@ -93,12 +95,12 @@ def _phase_support(loss, value, directions, mu, q, log_m):
     return lo, hi, xs, ps
 
 
-def plan(loss, values, mu, q, n, query, target, tol, hint=jnp.nan, tau_scale=1.0):
+def plan(loss, values, mu, q, n, query, target, tol, hint=jnp.nan, tau_cap=jnp.inf):
     """The plan of one query: tilt, window, smoothing and the sizes they need (no sizes used).
 
     ``mu``, ``q``, ``n``: per phase, shape (K,). ``loss``, ``values``: the round's loss,
     :func:`glrt_jax._src.losses.program_key`'s static key and per-phase values (K,).
-    ``hint``/``tau_scale``: see :func:`glrt_jax._src.composition.compose_query`. Every
+    ``hint``/``tau_cap``: see :func:`glrt_jax._src.composition.compose_query`. Every
     field is per direction of the neighbouring relation (leading axis), except the
     per-phase planning points and pmf.
     """
@@ -106,7 +108,10 @@ def plan(loss, values, mu, q, n, query, target, tol, hint=jnp.nan, tau_scale=1.0
     nf = n.astype(jnp.float64)
     n_tot = jnp.sum(nf)
     log_target = jnp.log(target) if query == "epsilon" else jnp.log(1e-12)
-    log_m = jnp.minimum(log_target, jnp.log(1e-12)) - 25.0 - jnp.log(n_tot)
+    # Each round's range leaves out P-tails of at most m per side: the failure mass, at
+    # most 2Nm ≈ 10⁻⁴·tol·δ in all (δ queries: δ taken as 10⁻¹²). A smaller m would only
+    # widen the range, and the period W with it (nodes ∝ W).
+    log_m = log_target + jnp.log(tol) - 10.0 - jnp.log(n_tot)
 
     ts = jnp.asarray(_T_POS)
 
@@ -201,7 +206,7 @@ def plan(loss, values, mu, q, n, query, target, tol, hint=jnp.nan, tau_scale=1.0
     a = ts[ia]
     W = jnp.take_along_axis(w_cand, ia[:, None], axis=-1)[:, 0]
     W = jnp.where(jnp.isfinite(W), W, 100.0)
-    tau_tol = tau_scale * jnp.take_along_axis(tau_c, ia[:, None], axis=-1)[:, 0]
+    tau_tol = jnp.minimum(tau_cap, jnp.take_along_axis(tau_c, ia[:, None], axis=-1)[:, 0])
 
     s_a = composed_sd(a)
     # Points per round: the split adds at most Σ_k n_k (Σ c)³/(0.81 B²)/4 of tilted
@@ -238,13 +243,16 @@ def plan(loss, values, mu, q, n, query, target, tol, hint=jnp.nan, tau_scale=1.0
 
 
 def smoothing_width(p: Plan, J: int):
-    """τ per direction: the planned width, or wider where ``J`` nodes cannot resolve it.
+    """τ per direction: the narrowest smoothing that ``J`` nodes resolve.
 
     The truncation of the frequency integral at ``Ω = JΔω`` costs ``e^{−τ²Ω²/2}``
-    relative; ``τ ≥ √(2·_TRUNC_EXP)/Ω`` keeps that below ``e^{−_TRUNC_EXP}``.
+    relative; ``τ = √(2·_TRUNC_EXP)/Ω`` keeps that at ``e^{−_TRUNC_EXP}``. Both
+    smoothing terms of the bounds shrink with τ (the upper one like τ², the lower one
+    like τ), so the narrowest width is the tightest; when ``J`` meets the plan's
+    ``j_need`` it is at most ``tau_tol``, and under ``jit`` (sizes fixed) it may be wider.
     """
     omega_max = J * 2.0 * jnp.pi / p.W
-    return jnp.maximum(p.tau_tol, math.sqrt(2.0 * _TRUNC_EXP) / omega_max)
+    return math.sqrt(2.0 * _TRUNC_EXP) / omega_max
 
 
 def bound_tilts(p: Plan):

@@ -373,7 +373,7 @@ def epsilon_spent(
       >>> led = training.record(training.init_ledger(), 1.0, 0.01, 1000)
       >>> eps = jax.jit(lambda l: training.epsilon_spent(l, 1e-5))(led)
       >>> round(float(eps), 3)
-      1.829
+      1.828
     """
     _check_options(adversary, d, neighbouring, tol)
     dtype = ledger.noise_multiplier.dtype
