@@ -364,6 +364,16 @@ def test_glrt_decreasing_in_sigma():
     assert up(8.0) < up(6.0) < up(4.0)
 
 
+def test_glrt_tiny_delta_is_not_floored_by_tail_rounding():
+    """δ(ε) of about 1e-36: the mass left outside each round's grid is bounded by Chernoff,
+    not by the non-central χ² cdf taken as 1 − sf (≈ q·2e-16 per round: 2e-15 in all)."""
+    s, q, n = [1.2, 1.0], [0.02, 0.01], [200, 800]
+    glrt = accountant.schedule_delta(s, q, n, 2.0, adversary="glrt", d=10)
+    npo = accountant.schedule_delta(s, q, n, 2.0)
+    assert 0.0 <= float(glrt.lower) <= float(glrt.upper) < 1e-20
+    assert float(glrt.upper) < float(npo.lower)  # GLRT below NPO (npo ≈ 1.4e-5)
+
+
 _GRAD_UNDER_OTHER_CODEGEN = textwrap.dedent(
     """
     import json, jax, jax.numpy as jnp

@@ -27,12 +27,13 @@ query is about ``K · (B·2M + 4J log₂ 4J)`` operations (B grid points per rou
 Method (and why each step is a bound)
 -------------------------------------
 1. **Per-round grids.** Phase k's loss range ``[lo, hi]`` (P-tails beyond it below
-   ``m = δ·tol·e^{−10}/N``, counted as failure mass: at most ``10⁻⁴·tol·δ`` in all, yet
-   the range, and with it the period ``W`` below, is no wider than that needs) is
-   covered by ``B + 1`` points placed by companding: point density ∝ (tilted mass
-   density)^{1/3}, which minimises the split's added variance ``Σ_b w_b h_b²`` for a
-   given number of points. Geometric planning points near the ends and near 0 resolve
-   the near-atom of unsampled rounds (losses of order q).
+   ``m = δ·tol·e^{−10}/N`` for ε queries, ``10⁻¹²e⁻²⁵/N`` for δ queries, counted as
+   failure mass: for ε queries at most ``10⁻⁴·tol·δ`` in all, yet the range, and with
+   it the period ``W`` below, is no wider than that needs) is covered by ``B + 1``
+   points placed by companding: point density ∝ (tilted mass density)^{1/3}, which
+   minimises the split's added variance ``Σ_b w_b h_b²`` for a given number of points.
+   Geometric planning points near the ends and near 0 resolve the near-atom of unsampled
+   rounds (losses of order q).
 2. **Two discretisations per round.** *Upper:* connect-the-dots, each bin's P- and
    Q-masses split onto its end points; the pair dominates the round (δ can only grow).
    *Lower:* each bin merged into one atom at ``log(π_b/κ_b)``: binning the output is

@@ -68,6 +68,15 @@ def bins(adversary, d, is_add, mu, q, x):
     pi = jnp.where(sp[:-1] < 0.5, sp[:-1] - sp[1:], fp[1:] - fp[:-1])
     kappa = jnp.where(sq[:-1] < 0.5, sq[:-1] - sq[1:], fq[1:] - fq[:-1])
     outside = fp[0] + sp[-1]
+    if adversary == "glrt":
+        # The non-central χ² tails give the cdf as the complement of the log-sf (absolute
+        # error ~1e-16); the Chernoff bounds of the planner bound the mass beyond the
+        # ends as well, and far below that (N rounds would otherwise leave N·1e-16 of
+        # failure mass in δ, e.g. an upper bound of 2e-15 on a δ of 1e-36).
+        ends = jnp.stack([x[0], x[-1]])
+        flag = None if is_add is None else is_add[:2]
+        b_sp, b_fp = losses.probe_tails(adversary, d, mu, q, ends, flag)
+        outside = jnp.minimum(fp[0], b_fp[0]) + jnp.minimum(sp[-1], b_sp[1])
     return jnp.maximum(pi, 0.0), jnp.maximum(kappa, 0.0), outside
 
 

@@ -109,9 +109,13 @@ def plan(loss, values, mu, q, n, query, target, tol, hint=jnp.nan, tau_cap=jnp.i
     n_tot = jnp.sum(nf)
     log_target = jnp.log(target) if query == "epsilon" else jnp.log(1e-12)
     # Each round's range leaves out P-tails of at most m per side: the failure mass, at
-    # most 2Nm ≈ 10⁻⁴·tol·δ in all (δ queries: δ taken as 10⁻¹²). A smaller m would only
-    # widen the range, and the period W with it (nodes ∝ W).
-    log_m = log_target + jnp.log(tol) - 10.0 - jnp.log(n_tot)
+    # most 2Nm. ε queries: ≈ 10⁻⁴·tol·δ (a smaller m would only widen the range, and the
+    # period W with it: nodes ∝ W). δ queries, whose δ is not known yet and may be far
+    # below 10⁻¹⁵: 10⁻¹²·e⁻²⁵.
+    if query == "epsilon":
+        log_m = log_target + jnp.log(tol) - 10.0 - jnp.log(n_tot)
+    else:
+        log_m = jnp.log(1e-12) - 25.0 - jnp.log(n_tot)
 
     ts = jnp.asarray(_T_POS)
 
