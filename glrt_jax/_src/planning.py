@@ -41,8 +41,11 @@ _T_POS = np.geomspace(1e-3, 1e6, 73)
 # tilt near 2a).
 _U_MULT = np.array([0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0])
 _A_MULT = np.array([1.1, 1.25, 1.5, 2.0, 3.0, 4.0])
-# Frequency truncation: e^{−τ²Ω²/2} = e^{−_TRUNC_EXP} at the last node.
-_TRUNC_EXP = 45.0
+# Frequency truncation: e^{−τ²Ω²/2} = e^{−_TRUNC_EXP} at the last node. The truncation
+# term is then at most C·e^{−30}/(2π·30·Ω) with the scale C ≤ e^{_LOG_SCALE_MAX}·δ (the
+# damping's rule below): below 10⁻¹⁰·δ/Ω, far under the smallest tolerance. A larger
+# value only widens τ (the smoothing shift τ²/2 grows in proportion) or costs nodes.
+_TRUNC_EXP = 30.0
 # Largest log of (trapezoid scale M(a) e^{−aε}) / δ the damping may bring.
 _LOG_SCALE_MAX = 12.0
 # Share of the tolerance given to the smoothing.
@@ -193,9 +196,9 @@ def plan(loss, values, mu, q, n, query, target, tol, hint=jnp.nan, tau_cap=jnp.i
         axis=-1,
     )
     w_cand = jnp.maximum(jnp.maximum(w_below, w_above), 1e-3)
-    c_cand = jnp.log1p(1.0 / ts)[None, :]
-    factor_c = 0.5 * (1.0 + ts) + 0.5 * jnp.exp(ts * c_cand) / (ts * -jnp.expm1(-c_cand))
-    tau_c = jnp.sqrt(_TAU_SHARE * tol * eps_ref[:, None] / factor_c)
+    # The upper bound's smoothing moves ε by about (1 + a)τ²/2 (saddle-point picture:
+    # f_S/|δ_S'| ≈ 1 + a at ε; see inversion.query_bounds).
+    tau_c = jnp.sqrt(_TAU_SHARE * tol * eps_ref[:, None] / (0.5 * (1.0 + ts))[None, :])
     log_scale = lam_tot - ts[None, :] * eps_ref[:, None] - log_delta_ref[:, None]
     below_saddle = ts[None, :] <= ts[it][:, None]
     if query == "delta":
@@ -251,9 +254,9 @@ def smoothing_width(p: Plan, J: int):
 
     The truncation of the frequency integral at ``Ω = JΔω`` costs ``e^{−τ²Ω²/2}``
     relative; ``τ = √(2·_TRUNC_EXP)/Ω`` keeps that at ``e^{−_TRUNC_EXP}``. Both
-    smoothing terms of the bounds shrink with τ (the upper one like τ², the lower one
-    like τ), so the narrowest width is the tightest; when ``J`` meets the plan's
-    ``j_need`` it is at most ``tau_tol``, and under ``jit`` (sizes fixed) it may be wider.
+    smoothing terms of the bounds shrink like τ², so the narrowest width is the
+    tightest; when ``J`` meets the plan's ``j_need`` it is at most ``tau_tol``, and under
+    ``jit`` (sizes fixed) it may be wider.
     """
     omega_max = J * 2.0 * jnp.pi / p.W
     return math.sqrt(2.0 * _TRUNC_EXP) / omega_max
