@@ -50,8 +50,9 @@ _TRUNC_EXP = 30.0
 _LOG_SCALE_MAX = 12.0
 # Share of the tolerance given to the smoothing.
 _TAU_SHARE = 0.35
-# Phases per batch of the planning map.
+# Phases per batch of the planning map, and per block of the sums over phases after it.
 _BATCH = 8
+_SUM_BLOCK = 128
 
 
 class Plan(NamedTuple):
@@ -96,6 +97,31 @@ def _phase_support(loss, value, directions, mu, q, log_m):
 
     xs, ps = jax.vmap(one, in_axes=(0, 0, None if is_add is None else 0))(lo, hi, is_add)
     return lo, hi, xs, ps
+
+
+def _phase_sum(fn, nf, xp, pp):
+    """``Σ_k n_k fn(xp_k, pp_k)`` (``fn``: one phase's (n_dir, P) arrays to (n_dir,)).
+
+    A scan over blocks of phases, so that no (K, n_dir, P) temporary is formed (at
+    K = 10⁴ each would be hundreds of MB); blocks of padding phases are skipped.
+    """
+    kk = nf.shape[0]
+    size = phase_block(kk, _SUM_BLOCK)
+    blocks = (
+        nf.reshape(kk // size, size),
+        xp.reshape((kk // size, size) + xp.shape[1:]),
+        pp.reshape((kk // size, size) + pp.shape[1:]),
+    )
+
+    def body(acc, block):
+        n_b, x_b, p_b = block
+
+        def add(acc):
+            return acc + jnp.einsum("k,kd->d", n_b, jax.vmap(fn)(x_b, p_b))
+
+        return lax.cond(jnp.any(n_b > 0), add, lambda acc: acc, acc), None
+
+    return lax.scan(body, jnp.zeros(xp.shape[1]), blocks)[0]
 
 
 def plan(loss, values, mu, q, n, query, target, tol, hint=jnp.nan, tau_cap=jnp.inf):
@@ -158,8 +184,8 @@ def plan(loss, values, mu, q, n, query, target, tol, hint=jnp.nan, tau_cap=jnp.i
         return jnp.sum(w * (x - m1) ** 2)
 
     def composed_sd(tt):  # (n_dir,) spread of S under the tilt tt (per direction)
-        var = jax.vmap(jax.vmap(tilted_var, in_axes=(0, 0, 0)), in_axes=(0, 0, None))(xp, pp, tt)
-        return jnp.sqrt(jnp.maximum(jnp.einsum("k,kd->d", nf, var), 1e-30))
+        var = _phase_sum(lambda x, p: jax.vmap(tilted_var)(x, p, tt), nf, xp, pp)
+        return jnp.sqrt(jnp.maximum(var, 1e-30))
 
     if query == "epsilon":
         eps_ch = (lam_tot - log_target) / ts
@@ -216,13 +242,14 @@ def plan(loss, values, mu, q, n, query, target, tol, hint=jnp.nan, tau_cap=jnp.i
     tau_tol = jnp.minimum(tau_cap, jnp.take_along_axis(tau_c, ia[:, None], axis=-1)[:, 0])
 
     s_a = composed_sd(a)
+
     # Points per round: the split adds at most Σ_k n_k (Σ c)³/(0.81 B²)/4 of tilted
     # variance; it moves ε by about (1 + a)/2 times that. Give it 0.3 tol ε.
-    share = jax.vmap(
-        jax.vmap(lambda x, p, tt: jnp.sum(grids.compand_counts(x, p, tt)[0]), (0, 0, 0)),
-        (0, 0, None),
-    )(xp, pp, a)
-    v_b = jnp.einsum("k,kd->d", nf, share**3) / (0.81 * 4.0)
+    def share_cubed(x, p):  # (n_dir,) (Σ c)³ of one phase's companding shares
+        share = jax.vmap(lambda xx, pv, tt: jnp.sum(grids.compand_counts(xx, pv, tt)[0]))
+        return share(x, p, a) ** 3
+
+    v_b = _phase_sum(share_cubed, nf, xp, pp) / (0.81 * 4.0)
     b_need = jnp.sqrt(v_b * (1.0 + a) / (2.0 * 0.3 * tol * eps_ref))
     j_need = math.sqrt(2.0 * _TRUNC_EXP) / tau_tol * W / (2.0 * math.pi)
     # Only the directions that can decide the answer ask for accuracy; the others are
