@@ -74,10 +74,15 @@ Method (and why each step is a bound)
    All enter the bounds. (The tails of one round are taken as exact to a few ulps.)
 
 ε(δ) is found per direction by a bracketed search on the certified bounds (secant on
-log δ, which is nearly linear, with bisection as the safeguard; about ten evaluations):
-any ε evaluated and found with upper-δ(ε) ≤ δ is a valid upper bound on ε whatever the
-bound's shape, and it is differentiated by the implicit-function rule at that root
-(grids held fixed).
+log δ, which is nearly linear, with bisection as the safeguard): first the estimate, from
+the plan's guesses, then the upper bound, starting next to the estimate (about eight
+evaluations), then the lower bound, below the upper one. Any ε evaluated and found with
+upper-δ(ε) ≤ δ is a valid upper bound on ε whatever the bound's shape; a direction other
+than the plan's leading one stops searching once it passes below the leading one's
+bracket (the answer is the maximum over directions, which it can no longer change), and
+the lower bound is searched in the direction of the largest upper bound only (any
+direction's is valid). The upper bound is differentiated by the implicit-function rule at
+its root (grids held fixed).
 
 Where each step lives
 ---------------------
@@ -236,10 +241,12 @@ POINTS = (128, 256, 512, 1024, 2048, 4096, 8192, 16384)
 NODES = (256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536)
 FINE_SIZES_FROM = 64
 COARSE_FLOOR = (512, 4096)
-# Points of a schedule of at most FEW_PHASES phases (a uniform run, a report): grid points
+# Grid points of a schedule of at most FEW_PHASES phases (a uniform run, a report): they
 # cost little next to the nodes there (2048 points add about 20 % to a query of 4096
-# nodes), and they bring the upper bound 3–5× closer to ε.
-FEW_PHASES, FEW_PHASES_POINTS = 8, 2048
+# nodes), so such schedules take FEW_PHASES_MARGIN times the points the tolerance asks for
+# (the discretisation's share of the error falls as 1/B²; on the composition page's cases
+# the upper bound comes 3–5× closer to ε).
+FEW_PHASES, FEW_PHASES_MARGIN = 8, 4.0
 # (points, nodes) under jit, where tol cannot choose them.
 JIT_SIZES = (512, 4096)
 
@@ -260,9 +267,10 @@ def _sizes_for(p, at_least=(0, 0), replan=False):
     """
     b_need, j_need = float(np.max(np.asarray(p.b_need))), float(np.max(np.asarray(p.j_need)))
     fine = replan or p.xp.shape[0] >= FINE_SIZES_FROM
-    floor = FEW_PHASES_POINTS if p.xp.shape[0] <= FEW_PHASES else COARSE_FLOOR[0]
-    points = POINTS if fine else _ladder(POINTS, floor)
+    points = POINTS if fine else _ladder(POINTS, COARSE_FLOOR[0])
     nodes = NODES if fine else _ladder(NODES, COARSE_FLOOR[1])
+    if p.xp.shape[0] <= FEW_PHASES:
+        b_need = FEW_PHASES_MARGIN * b_need
     b_need, j_need = max(1.1 * b_need, at_least[0]), max(1.1 * j_need, at_least[1])
     b = next((s for s in points if s >= b_need), points[-1])
     j = next((s for s in nodes if s >= j_need), nodes[-1])

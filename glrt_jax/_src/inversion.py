@@ -70,11 +70,10 @@ def query_bounds(carry, p, tau, tilts, n_tot, target, gam, *, J, query):
     wk = jnp.full((J,), 2.0).at[0].set(1.0)  # trapezoid weights on k ≥ 0 (real parts)
     R = transform.row_length(J)
 
-    def evaluate(cr, a_i, tau_i, W_i, dw_i, b_i, sup_i):
-        """One direction's (upper, lower, estimate, smoothing share) for the query."""
+    def setup(cr, a_i, tau_i, dw_i):
+        """One direction's node values, ε-free: (δ_X, density) of each side."""
         om = dw_i * jnp.arange(J)  # nodes, 0 included
         om_max = J * dw_i
-        cr_sg = lax.stop_gradient(cr)
         # The weight of E g_ε, 1/(z(z+1)) at z = a + iω, as conj(w)/|w|² with w = z(z+1)
         # (no complex division).
         w_re, w_im = a_i * (a_i + 1.0) - om * om, om * (2.0 * a_i + 1.0)
@@ -114,17 +113,7 @@ def query_bounds(carry, p, tau, tilts, n_tot, target, gam, *, J, query):
             base = (wk * g).reshape(J // R, R)
             return base, fp + trunc, phase, jnp.abs(theta), lm + 0.5 * var * a_i * a_i
 
-        def trap(prep, eps):
-            base, err, phase, abs_c, log_c0 = prep
-            err = err + phase * (abs_c + jnp.abs(eps))
-            p1 = jnp.exp(-1j * dw_i * eps * jnp.arange(R))
-            p0 = jnp.exp(-1j * (R * dw_i) * eps * jnp.arange(J // R))
-            val = dw_i / (2.0 * jnp.pi) * jnp.real(p0 @ (base @ p1))
-            return val, err, log_c0 - a_i * eps
-
-        def side_eval(side):
-            """δ_X, the density of S + 2τZ, Chernoff and aliasing bounds, as functions of ε."""
-            mgs = side[-1]
+        def side_setup(side):
             safe_om = jnp.where(om > 0, om, 1.0)
             cap = jnp.where(om > 0, jnp.exp(-0.5 * tau_i**2 * om * om) / safe_om**2, jnp.inf)
             trunc = jnp.exp(-0.5 * tau_i**2 * om_max**2) / (jnp.pi * tau_i**2 * om_max**3)
@@ -136,98 +125,128 @@ def query_bounds(carry, p, tau, tilts, n_tot, target, gam, *, J, query):
             cap_f = jnp.exp(-0.5 * v * om * om)
             trunc_f = jnp.exp(-0.5 * v * om_max**2) / (jnp.pi * v * om_max)
             prep_f = prepare(side, e_lam, v, 1.0, 1.0, cap_f, trunc_f)
+            return prep_d, prep_f
 
-            def delta_x(eps):  # E g_ε(S + τZ)
-                return trap(prep_d, eps)
+        return side_setup(cr[0]), side_setup(cr[1])
 
-            def density(eps):  # density of S + 2τZ at ε
-                return trap(prep_f, eps)
+    preps = jax.vmap(setup)(carry, a, tau, dw)
+    # Per direction: the node values, the scalars, the MGFs of the lower side (aliasing)
+    # and the log of the mass kept; ``live`` carries derivatives, ``frozen`` does not.
+    live = (preps, a, tau, W, dw, tilts, p.sup, carry[1][-1], carry[2][0])
+    frozen = lax.stop_gradient(live)
 
-            def alias(eps):  # Σ_{m≠0} e^{amW} δ_X(ε + mW)
-                log_mx = mgs + 0.5 * tau_i**2 * b_i * b_i
-                above = jnp.where(
-                    b_i > a_i, log_mx - b_i * eps - _log_expm1((b_i - a_i) * W_i), jnp.inf
-                )
-                below = jnp.where(
-                    b_i < a_i,
-                    jnp.where(b_i > 0, log_mx - b_i * eps, 0.0) - _log_expm1((a_i - b_i) * W_i),
-                    jnp.inf,
-                )
-                return jnp.exp(_pick_min(above)) + jnp.exp(_pick_min(below))
+    def trap(prep, a_i, dw_i, eps):
+        base, err, phase, abs_c, log_c0 = prep
+        err = err + phase * (abs_c + jnp.abs(eps))
+        p1 = jnp.exp(-1j * dw_i * eps * jnp.arange(R))
+        p0 = jnp.exp(-1j * (R * dw_i) * eps * jnp.arange(J // R))
+        val = dw_i / (2.0 * jnp.pi) * jnp.real(p0 @ (base @ p1))
+        return val, err, log_c0 - a_i * eps
 
-            return delta_x, density, alias
+    def upper_delta(d, eps):
+        """Certified upper bound on δ_S(ε) (one direction; ``d``: its slice of ``live``)."""
+        ((prep_up, _), _), a_i, tau_i, _, dw_i, _, sup_i, _, keep = d
+        # Jensen: with h(x) = E_P(1 − x e^{−S})_+ convex in x, δ_X(e) = E_Z h(e^{e − τZ})
+        # ≥ h(e^{e + τ²/2}) = δ_S(e + τ²/2); so δ_S(ε) ≤ δ_X(ε − τ²/2).
+        val, err, log_c = trap(prep_up, a_i, dw_i, eps - 0.5 * tau_i**2)
+        tplus = jnp.maximum(val + err, 0.0) * jnp.exp(log_c + n_tot * gam)
+        fail = -jnp.expm1(keep)
+        # Above the largest composed loss of the grids only the failure mass is left.
+        inside = jnp.where(eps < sup_i, tplus, 0.0)
+        return jnp.minimum(inside + fail, 1.0)
 
-        live_up = side_eval(cr[0])
-        sg_up, sg_lo = side_eval(cr_sg[0]), side_eval(cr_sg[1])
+    def alias(d, eps):  # Σ_{m≠0} e^{amW} δ_X(ε + mW), from the MGFs of the lower side
+        _, a_i, tau_i, W_i, _, b_i, _, mgs, _ = d
+        log_mx = mgs + 0.5 * tau_i**2 * b_i * b_i
+        above = jnp.where(b_i > a_i, log_mx - b_i * eps - _log_expm1((b_i - a_i) * W_i), jnp.inf)
+        below = jnp.where(
+            b_i < a_i,
+            jnp.where(b_i > 0, log_mx - b_i * eps, 0.0) - _log_expm1((a_i - b_i) * W_i),
+            jnp.inf,
+        )
+        return jnp.exp(_pick_min(above)) + jnp.exp(_pick_min(below))
 
-        def upper_delta(eps, live=False):
-            # Jensen: with h(x) = E_P(1 − x e^{−S})_+ convex in x, δ_X(e) = E_Z h(e^{e − τZ})
-            # ≥ h(e^{e + τ²/2}) = δ_S(e + τ²/2); so δ_S(ε) ≤ δ_X(ε − τ²/2).
-            keep = (cr if live else cr_sg)[2][0]
-            delta_x = (live_up if live else sg_up)[0]
-            val, err, log_c = delta_x(eps - 0.5 * tau_i**2)
-            tplus = jnp.maximum(val + err, 0.0) * jnp.exp(log_c + n_tot * gam)
-            fail = -jnp.expm1(keep)
-            # Above the largest composed loss of the grids only the failure mass is left.
-            inside = jnp.where(eps < sup_i, tplus, 0.0)
-            return jnp.minimum(inside + fail, 1.0)
+    def lower_delta(d, eps):
+        """Certified lower bound on δ_S(ε) (one direction)."""
+        (_, (prep_lo, prep_lo_f)), a_i, tau_i, _, dw_i, _, sup_i, _, _ = d
+        val, err, log_c = trap(prep_lo, a_i, dw_i, eps)
+        val = (val - err) * jnp.exp(log_c - n_tot * gam) - alias(d, eps)
+        f, f_err, log_cf = trap(prep_lo_f, a_i, dw_i, eps)
+        c_tau = jnp.exp(tau_i**2 * (0.5 + 1.0 / 6.0)) * (
+            tau_i / math.sqrt(2.0 * math.pi) + tau_i**2
+        )
+        deficit = c_tau * 2.0 * tau_i * math.sqrt(2.0 * math.pi) * jnp.maximum(f + f_err, 0.0)
+        deficit = deficit * jnp.exp(log_cf + n_tot * gam)
+        return jnp.where(eps < sup_i, jnp.maximum(val - deficit, 0.0), 0.0)
 
-        def lower_delta(eps):
-            delta_x, density, alias = sg_lo
-            val, err, log_c = delta_x(eps)
-            val = (val - err) * jnp.exp(log_c - n_tot * gam) - alias(eps)
-            f, f_err, log_cf = density(eps)
-            c_tau = jnp.exp(tau_i**2 * (0.5 + 1.0 / 6.0)) * (
-                tau_i / math.sqrt(2.0 * math.pi) + tau_i**2
-            )
-            deficit = c_tau * 2.0 * tau_i * math.sqrt(2.0 * math.pi) * jnp.maximum(f + f_err, 0.0)
-            deficit = deficit * jnp.exp(log_cf + n_tot * gam)
-            return jnp.where(eps < sup_i, jnp.maximum(val - deficit, 0.0), 0.0)
+    def raw_delta(d, eps):  # the two discretisations' δ_X, averaged
+        ((prep_up, _), (prep_lo, _)), a_i, _, _, dw_i, _, sup_i, _, _ = d
+        out = 0.0
+        for prep in (prep_up, prep_lo):
+            val, _, log_c = trap(prep, a_i, dw_i, eps)
+            out = out + 0.5 * jnp.maximum(val, 0.0) * jnp.exp(log_c)
+        return jnp.where(eps < sup_i, out, 0.0)
 
-        def raw_delta(eps):  # the two discretisations' δ_X, averaged
-            out = 0.0
-            for delta_x, _, _ in (sg_up, sg_lo):
-                val, _, log_c = delta_x(eps)
-                out = out + 0.5 * jnp.maximum(val, 0.0) * jnp.exp(log_c)
-            return jnp.where(eps < sup_i, out, 0.0)
+    def raw_density(d, eps):
+        ((_, prep_up_f), _), a_i, _, _, dw_i, _, _, _, _ = d
+        f, _, log_cf = trap(prep_up_f, a_i, dw_i, eps)
+        return jnp.maximum(f, 0.0) * jnp.exp(log_cf)
 
-        def raw_density(eps):
-            f, _, log_cf = sg_up[1](eps)
-            return jnp.maximum(f, 0.0) * jnp.exp(log_cf)
+    def per_direction(fn, d=frozen):
+        """``fn`` for every direction at once: ε of shape (n_dir,) to values (n_dir,)."""
+        return lambda eps: jax.vmap(fn)(d, eps)
 
-        # Smoothing's share of the error, relative: δ_X − δ_S ≈ (τ²/2)(f_S(ε) − …), which
-        # the plan sized from the saddle-point picture; a loss with a steep tail at ε (one
-        # round, small q) has a density there far above it. Reported so that an eager
-        # caller can re-plan.
-        tiny = jnp.finfo(jnp.float64).tiny
-        if query == "delta":
-            eps = target
-            up = upper_delta(eps, live=True)
-            low, est = lower_delta(eps), raw_delta(eps)
-            share = 0.5 * tau_i**2 * raw_density(eps) / jnp.maximum(est, tiny)
-            return up, low, est, share
+    # Smoothing's share of the error, relative: δ_X − δ_S ≈ (τ²/2)(f_S(ε) − …), which
+    # the plan sized from the saddle-point picture; a loss with a steep tail at ε (one
+    # round, small q) has a density there far above it. Reported so that an eager
+    # caller can re-plan.
+    tiny = jnp.finfo(jnp.float64).tiny
+    if query == "delta":
+        eps = jnp.full(a.shape, target)
+        ups = per_direction(upper_delta, live)(eps)
+        lows, ests = per_direction(lower_delta)(eps), per_direction(raw_delta)(eps)
+        shares = 0.5 * tau**2 * per_direction(raw_density)(eps) / jnp.maximum(ests, tiny)
+    else:
         delta = lax.stop_gradient(target)
-        hi0 = 4.0 * jnp.max(p.eps_ch) + 10.0
-        eu = first_below(upper_delta, delta, jnp.asarray(0.0), hi0)
-        ee = first_below(raw_delta, delta, jnp.asarray(0.0), hi0)
-        el = last_above(lower_delta, delta, jnp.where(jnp.isfinite(eu), eu, ee))
+        zero = jnp.zeros(a.shape)
+        hi0 = jnp.full(a.shape, 4.0 * jnp.max(p.eps_ch) + 10.0)
+        # The direction that decides the answer (the answer is the maximum over them): the
+        # plan's guess. The others' searches stop once they pass below its bracket, where
+        # they can no longer change the maximum (any point found to pass is valid).
+        lead = jnp.arange(a.shape[0]) == jnp.argmax(p.eps_ch)
+        # The estimate first, from the plan's guesses (its Chernoff bound and its guess from
+        # below); the upper bound's root lies just above the estimate's.
+        ee = first_below(
+            per_direction(raw_delta), delta, zero, hi0, lead=lead, guesses=(p.eps_ch, p.eps_ref)
+        )
+        near = jnp.where(jnp.isfinite(ee), ee, p.eps_ch)
+        eu = first_below(
+            per_direction(upper_delta),
+            delta,
+            zero,
+            hi0,
+            lead=lead,
+            guesses=(near * (1.0 + 1e-3) + 1e-12, near),
+        )
+        # The lower bound from the direction with the largest upper bound (any one is valid).
+        top = jnp.arange(a.shape[0]) == jnp.argmax(eu)
+        start = jnp.where(jnp.isfinite(eu), eu, ee)
+        lows = last_above(per_direction(lower_delta), delta, jnp.where(top, start, 0.0))
         # Implicit-function derivative at the root: U(ε(θ), θ) = δ.
         finite = jnp.isfinite(eu) & (eu > 0)
         e0 = jnp.where(finite, eu, 1.0)
         # U and ∂U/∂ε at the root in one forward pass (one copy of U in the program).
-        u0, slope = jax.jvp(lambda e: upper_delta(e, live=True), (e0,), (jnp.ones_like(e0),))
+        u0, slope = jax.jvp(per_direction(upper_delta, live), (e0,), (jnp.ones_like(e0),))
         slope = lax.stop_gradient(slope)
         ok = finite & (slope < 0)
         # U(ε, θ) = δ: dε = −(∂U/∂θ dθ − dδ)/(∂U/∂ε), δ included (calibration needs it).
         val = u0 - (target - lax.stop_gradient(target))
         corr = (val - lax.stop_gradient(val)) / jnp.where(ok, slope, 1.0)
-        up = jnp.where(ok, eu - corr, eu)
+        ups = jnp.where(ok, eu - corr, eu)
+        ests = ee
         e1 = jnp.where(jnp.isfinite(ee) & (ee > 0), ee, 1.0)
-        rate = jnp.abs(jax.grad(raw_delta)(e1))
-        share = 0.5 * tau_i**2 * raw_density(e1) / jnp.maximum(rate * e1, tiny)
-        return up, el, ee, share
-
-    ups, lows, ests, shares = jax.vmap(evaluate)(carry, a, tau, W, dw, tilts, p.sup)
+        rate = jnp.abs(jax.vmap(jax.grad(raw_delta, argnums=1))(frozen, e1))
+        shares = 0.5 * tau**2 * per_direction(raw_density)(e1) / jnp.maximum(rate * e1, tiny)
     up = _pick_max(ups)
     low = lax.stop_gradient(jnp.max(lows))
     est = lax.stop_gradient(jnp.max(ests))
@@ -319,7 +338,7 @@ def _narrow(br, x, g, to_lo):
     )
 
 
-def first_below(fn, level, lo, hi):
+def first_below(fn, level, lo, hi, lead=None, guesses=()):
     """Smallest ε found in [lo, hi] with fn(ε) ≤ level (inf if fn(hi) > level).
 
     The first two passes evaluate the ends; the others narrow the bracket
@@ -329,17 +348,32 @@ def first_below(fn, level, lo, hi):
     shape of fn. (They are not evaluated again: a second evaluation of the same
     expression, compiled differently, may round to the other side of level.) ``fn``
     appears once in the compiled program.
+
+    ``lo``, ``hi`` may be arrays (``fn`` then maps arrays of points to arrays of values,
+    one search per element). ``lead``: a boolean array marking the search whose result
+    matters most when the caller takes the maximum over them; the others stop as soon as
+    their passing end lies at or below its failing end (their result can then no longer
+    exceed its result). ``guesses``: points (arrays like ``lo``) evaluated after the ends,
+    in turn, where they lie inside the bracket (e.g. an estimate of the answer and a point
+    just beyond it: the secant then starts next to the root).
     """
     zero = jnp.zeros(jnp.shape(lo))
 
     def cond(state):
         i, br, lo_ok, hi_ok = state
         done = lo_ok | ~hi_ok | _narrow_enough(br)
+        if lead is not None:
+            lead_lo = jnp.max(jnp.where(lead, br.lo, -jnp.inf))
+            done = done | (~lead & (br.hi <= lead_lo))
         return (i < 2) | (~jnp.all(done) & (i < _MAX_PASSES))
 
     def body(state):
         i, br, lo_ok, hi_ok = state
-        x = jnp.where(i == 0, lo, jnp.where(i == 1, hi, _next_point(br)))
+        x = _next_point(br)
+        for k, guess in enumerate(guesses):
+            inside = (guess > br.lo) & (guess < br.hi)
+            x = jnp.where((i == 2 + k) & inside, guess, x)
+        x = jnp.where(i == 0, lo, jnp.where(i == 1, hi, x))
         v = fn(x)
         ok, g = v <= level, _log_ratio(v, level)
         lo_ok = jnp.where(i == 0, ok, lo_ok)
@@ -365,7 +399,7 @@ def last_above(fn, level, start):
     in :func:`first_below`. Only points found to pass are returned, and ``fn`` appears
     once in the compiled program.
     """
-    pts = start * (1.0 - jnp.asarray(_LADDER))
+    pts = jnp.asarray(start)[..., None] * (1.0 - jnp.asarray(_LADDER))
     n = len(_LADDER)
     zero = jnp.zeros(jnp.shape(start))
 
@@ -377,7 +411,8 @@ def last_above(fn, level, start):
     def body(state):
         i, br, found, r = state
         climbing = ~found & (r < n)
-        x = jnp.where(climbing, pts[jnp.minimum(r, n - 1)], _next_point(br))
+        rung = jnp.take_along_axis(pts, jnp.minimum(r, n - 1)[..., None], axis=-1)[..., 0]
+        x = jnp.where(climbing, rung, _next_point(br))
         v = fn(x)
         ok, g = v >= level, _log_ratio(v, level)
         # The first rung that passes opens the bracket [it, the rung above] ([start,
