@@ -165,7 +165,11 @@ def _materialize(tree, token):
     removed before fusion there; nothing is fused across a conditional. Its predicate is
     always true but not foldable (``x == x`` is false for NaN), so the other branch
     never runs (under ``vmap`` the conditional becomes a select of the same values).
+    Concrete values (the eager loop) are returned as they are: there is nothing to fuse,
+    and an eager conditional would be dispatched (and traced) anew at every iteration.
     """
+    if not any(isinstance(v, jax.core.Tracer) for v in jax.tree.leaves((tree, token))):
+        return tree
     keep = jnp.all(token == token) | jnp.any(token != token)
     return lax.cond(keep, lambda t: t, lambda t: jax.tree.map(jnp.zeros_like, t), tree)
 
