@@ -410,7 +410,7 @@ def validate_sizes(tol, points, nodes):
 def _refine(bounds, diag, valid, mu, q, n, target, tol, sizes, static):
     """Eager re-plans when the answer shows the plan's assumptions did not hold.
 
-    Two cases: an ε answer far below the planning guess ``eps_ref`` (one or a few
+    Two cases: an ε answer near or below the planning guess ``eps_ref`` (one or a few
     heavy-tailed rounds: plan again from below), and a smoothing share above the
     tolerance (a steep loss tail at ε: plan with less smoothing and more nodes). Each
     re-plan gives another valid bracket; the intersection is kept.
@@ -423,10 +423,7 @@ def _refine(bounds, diag, valid, mu, q, n, target, tol, sizes, static):
         est = float(bounds.estimate)
         if static["query"] == "epsilon":
             eps_ref = float(np.max(np.asarray(diag["eps_ref"])))
-            # Off by more than 2×: the damping, the period and the sizes were planned for a
-            # different ε. (Closer, the answer's own smoothing share below says whether
-            # the accuracy suffered.)
-            if np.isfinite(est) and est < 0.5 * eps_ref:
+            if np.isfinite(est) and est < 1.2 * eps_ref:
                 hint, again = 0.5 * est, True
         share = float(diag["smoothing"])
         if np.isfinite(share) and share > share_max:
