@@ -342,8 +342,9 @@ def test_per_phase_dimension():
     # The attacker sees less with a larger d: mixed dimensions lie strictly between.
     lo, mid, hi = eps([400, 300], 50), eps([400, 300], [5, 50]), eps([400, 300], 5)
     assert float(lo.upper) < float(mid.lower) <= float(mid.upper) < float(hi.lower)
-    # Equal values are the scalar.
-    assert float(eps([400, 300], [5, 5]).upper) == float(hi.upper)
+    # Equal values are the scalar: the same grids, to rounding (a GPU reassociates the
+    # reductions of the two programs differently; the CPU gives the same bits).
+    assert float(eps([400, 300], [5, 5]).upper) == pytest.approx(float(hi.upper), rel=1e-12)
 
 
 @pytest.mark.parametrize(
