@@ -415,3 +415,29 @@ def test_one_round_below_delta_has_epsilon_near_zero(adversary):
     it at 1.14)."""
     b = accountant.schedule_epsilon(0.3, 1e-6, 1, 1e-5, adversary=adversary)
     assert float(b.lower) <= 0.0 <= float(b.upper) < 1e-3
+
+
+def test_bracket_within_tolerance_ends_the_replans(monkeypatch):
+    """A first pass whose bracket already proves the tolerance (upper ≤ (1 + tol)·lower)
+    is the answer: no second pass. K = 10 heterogeneous phases answer below the plan's
+    guess of ε, which used to cost a second pass with the same sizes and the same upper
+    bound; the answer stays within the tolerance of dp_accounting's fine-grid value."""
+    passes = []
+    staged = composition._staged
+
+    def counting(*args, **kwargs):
+        passes.append(kwargs["J"])
+        return staged(*args, **kwargs)
+
+    monkeypatch.setattr(composition, "_staged", counting)
+    rng = np.random.default_rng(0)
+    s, q = rng.uniform(0.8, 1.5, 10), rng.uniform(0.005, 0.02, 10)
+    b = accountant.schedule_epsilon(s, q, 10, 1e-5)
+    assert len(passes) == 1
+    assert float(b.upper) <= 1.001 * float(b.lower)
+    acc = pld_privacy_accountant.PLDAccountant(value_discretization_interval=1e-5)
+    for sk, qk in zip(s, q, strict=True):
+        event = dp_accounting.PoissonSampledDpEvent(qk, dp_accounting.GaussianDpEvent(sk))
+        acc.compose(event, 10)
+    ref = acc.get_epsilon(1e-5)  # pessimistic: above ε by its discretisation error
+    assert float(b.lower) <= ref and float(b.upper) <= (1 + 1e-3) * ref

@@ -413,12 +413,17 @@ def _refine(bounds, diag, valid, mu, q, n, target, tol, sizes, static):
     Two cases: an ε answer near or below the planning guess ``eps_ref`` (one or a few
     heavy-tailed rounds: plan again from below), and a smoothing share above the
     tolerance (a steep loss tail at ε: plan with less smoothing and more nodes). Each
-    re-plan gives another valid bracket; the intersection is kept.
+    re-plan gives another valid bracket; the intersection is kept. A bracket with
+    ``upper ≤ (1 + tol)·lower`` already proves the tolerance met (the truth is at least
+    ``lower``) and ends the re-plans, whatever the plan's guesses were.
     """
     hint, cap = jnp.nan, np.inf
     share_max = 0.5 * float(tol)
     tau_min = _TAU_CAP_MIN * float(diag["tau_decide"])
     for _ in range(_REPLANS):
+        # The bracket proves the tolerance met: upper ≤ (1 + tol)·lower ≤ (1 + tol)·truth.
+        if float(bounds.upper) <= (1.0 + float(tol)) * float(bounds.lower):
+            break
         again = False
         est = float(bounds.estimate)
         if static["query"] == "epsilon":
