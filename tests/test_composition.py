@@ -435,9 +435,33 @@ def test_bracket_within_tolerance_ends_the_replans(monkeypatch):
     b = accountant.schedule_epsilon(s, q, 10, 1e-5)
     assert len(passes) == 1
     assert float(b.upper) <= 1.001 * float(b.lower)
-    acc = pld_privacy_accountant.PLDAccountant(value_discretization_interval=1e-5)
+    acc = pld_privacy_accountant.PLDAccountant(value_discretization_interval=1e-4)
     for sk, qk in zip(s, q, strict=True):
         event = dp_accounting.PoissonSampledDpEvent(qk, dp_accounting.GaussianDpEvent(sk))
         acc.compose(event, 10)
     ref = acc.get_epsilon(1e-5)  # pessimistic: above ε by its discretisation error
     assert float(b.lower) <= ref and float(b.upper) <= (1 + 1e-3) * ref
+
+
+def test_few_rounds_tiny_delta_gets_more_grid_points():
+    """N = 10, q = 1e-3, δ = 1e-10: ε is decided by one or two rare hits deep in a round's
+    tail, where the plan's variance picture asks for a handful of grid points and 512 left
+    the upper bound 1.7e-3 above ε. With the plan settled, an upper bound far above the
+    estimate buys four times the points: within the tolerance of dp_accounting's value."""
+    acc = pld_privacy_accountant.PLDAccountant(value_discretization_interval=1e-4)
+    acc.compose(dp_accounting.PoissonSampledDpEvent(1e-3, dp_accounting.GaussianDpEvent(1.0)), 10)
+    ref = acc.get_epsilon(1e-10)  # pessimistic; 1e-5 and 1e-6 agree to 3e-7 relative
+    b = accountant.schedule_epsilon(1.0, 1e-3, 10, 1e-10)
+    assert float(b.lower) <= ref <= float(b.upper) <= (1 + 1e-3) * ref
+
+
+def test_tiny_epsilon_next_to_a_near_atom_uses_more_nodes():
+    """σ = 0.5, q = 1e-5, N = 10, δ = 1e-5: ε ≈ 4.4e-4, far below a round's loss scale, next
+    to the near-atom of the 99.99 % of runs without a hit. The smoothing must be narrower
+    than ε/6; at 2¹⁶ nodes the upper bound stayed 3 % above dp_accounting's value, at 2¹⁸
+    (few phases only) it comes within 0.5 % (a known limit: not yet the tolerance)."""
+    acc = pld_privacy_accountant.PLDAccountant(value_discretization_interval=1e-5)
+    acc.compose(dp_accounting.PoissonSampledDpEvent(1e-5, dp_accounting.GaussianDpEvent(0.5)), 10)
+    ref = acc.get_epsilon(1e-5)  # pessimistic: 4.3913e-4 (1e-6: 4.3894e-4)
+    b = accountant.schedule_epsilon(0.5, 1e-5, 10, 1e-5)
+    assert float(b.lower) <= ref <= float(b.upper) <= 1.005 * ref
