@@ -418,10 +418,12 @@ def validate_sizes(tol, points, nodes):
 def _refine(bounds, diag, valid, mu, q, n, target, tol, sizes, static):
     """Eager re-plans when the answer shows the plan's assumptions did not hold.
 
-    Two cases: an ε answer near or below the planning guess ``eps_ref`` (one or a few
-    heavy-tailed rounds: plan again from below), and a smoothing share above the
-    tolerance (a steep loss tail at ε: plan with less smoothing and more nodes). Each
-    re-plan gives another valid bracket; the intersection is kept. A bracket with
+    Three cases: an ε answer near or below the planning guess ``eps_ref`` (one or a few
+    heavy-tailed rounds: plan again from below), a smoothing share above the tolerance
+    (a steep loss tail at ε: plan with less smoothing and more nodes), and, when
+    neither applies or a re-plan stopped improving the bound, an upper bound more than
+    tol/2 above the estimate (the grids' discretisation: four times the points). Each re-plan gives
+    another valid bracket; the intersection is kept. A bracket with
     ``upper ≤ (1 + tol)·lower`` already proves the tolerance met (the truth is at least
     ``lower``) and ends the re-plans, whatever the plan's guesses were.
     """
