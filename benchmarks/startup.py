@@ -2,7 +2,7 @@
 
 Usage:
     python benchmarks/startup.py [--repeat 1] [--markdown PATH] [--attack-risk]
-                                 [--case shared --case per_round]
+                                 [--case shared --case per_round --case readme]
 
 Each case runs the command line in a new Python process twice with the same, initially
 empty, compilation cache (``GLRT_JAX_CACHE`` set to a temporary folder): *cold* (the
@@ -60,6 +60,20 @@ CASES = {
         "0.01",
         "--steps",
         "10000",
+        "--delta",
+        "1e-5",
+    ],
+    # The README's first command: GLRT with d = 10 (its own programs: d is data there).
+    "readme": [
+        "report",
+        "--noise-multiplier",
+        "1",
+        "--sampling-rate",
+        "0.01",
+        "--steps",
+        "1000",
+        "--d",
+        "10",
         "--delta",
         "1e-5",
     ],
