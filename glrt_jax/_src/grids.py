@@ -26,12 +26,15 @@ from jax.scipy.special import logsumexp
 
 from glrt_jax._src import losses
 
-# Planning points per direction (uniform, geometric from each end, geometric around 0).
+# Planning points per direction (uniform, geometric from each end, geometric around 0),
+# divided by :func:`planning_points`'s ``thin``.
 _N_UNIFORM = 256
 _N_GEOM = 192
-_GEOM = np.geomspace(1e-13, 1.0, _N_GEOM)
-# Planning points per direction in all (:func:`planning_points`).
-N_PLANNING = _N_UNIFORM + 4 * _N_GEOM
+
+
+def n_planning(thin: int = 1) -> int:
+    """Planning points per direction in all (:func:`planning_points`)."""
+    return _N_UNIFORM // thin + 4 * (_N_GEOM // thin)
 
 
 def safe_log(v):
@@ -39,11 +42,15 @@ def safe_log(v):
     return jnp.where(pos, jnp.log(jnp.where(pos, v, 1.0)), -jnp.inf)
 
 
-def planning_points(lo, hi):
-    """Sorted planning points on [lo, hi]: uniform, geometric from both ends and around 0."""
+def planning_points(lo, hi, thin: int = 1):
+    """Sorted planning points on [lo, hi]: uniform, geometric from both ends and around 0.
+
+    ``thin`` (static) divides the number of points of each kind: the planner of many
+    phases takes half as many (its per-phase work is what a schedule's cost grows with).
+    """
     w = hi - lo
-    g = jnp.asarray(_GEOM)
-    u = jnp.linspace(0.0, 1.0, _N_UNIFORM)
+    g = jnp.asarray(np.geomspace(1e-13, 1.0, _N_GEOM // thin))
+    u = jnp.linspace(0.0, 1.0, _N_UNIFORM // thin)
     around = jnp.concatenate([g, -g]) * jnp.maximum(jnp.abs(lo), jnp.abs(hi))
     pts = jnp.concatenate([lo + w * u, lo + w * g, hi - w * g, jnp.clip(around, lo, hi)])
     return jnp.sort(pts)

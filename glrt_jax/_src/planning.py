@@ -53,6 +53,10 @@ _TAU_SHARE = 0.35
 # Phases per batch of the planning map, and per block of the sums over phases after it.
 _BATCH = 8
 _SUM_BLOCK = 128
+# From this many phases (padded) on, half the planning points per phase: K = 10⁴ distinct
+# phases 9.9 → 8.0 s warm (2-core CPU), K = 1000 0.95 → 0.78 s, the bounds equal to six or
+# seven digits (the planning points place the grids; the bounds come from the grids).
+_THIN_FROM = 64
 
 
 class Plan(NamedTuple):
@@ -84,14 +88,14 @@ class Plan(NamedTuple):
     j_need: Any
 
 
-def _phase_support(loss, value, directions, mu, q, log_m):
+def _phase_support(loss, value, directions, mu, q, log_m, thin):
     """Planning points, split pmf and ranges of one phase, per direction."""
     bound = 0.5 * mu * mu + 40.0 * mu + 10.0 - jnp.log(q)
     lo, hi = losses.probe_ranges(loss, value, directions, mu, q, jnp.exp(log_m), bound)
     is_add = grids.direction_flags(directions)
 
     def one(lo_i, hi_i, add_i):
-        x = grids.planning_points(lo_i, hi_i)
+        x = grids.planning_points(lo_i, hi_i, thin)
         pi, kappa, _ = grids.bins(loss, value, add_i, mu, q, x)
         return x, grids.split(pi, kappa, x)[0]
 
@@ -147,9 +151,11 @@ def plan(loss, values, mu, q, n, query, target, tol, hint=jnp.nan, tau_cap=jnp.i
         log_m = jnp.log(1e-12) - 25.0 - jnp.log(n_tot)
 
     ts = jnp.asarray(_T_POS)
+    kk = mu.shape[0]
+    thin = 2 if kk >= _THIN_FROM else 1
 
     def one(m, r, dk):
-        lo, hi, xp, pp = _phase_support(loss, dk, directions, m, r, log_m)
+        lo, hi, xp, pp = _phase_support(loss, dk, directions, m, r, log_m, thin)
         return lo, hi, xp, pp, jax.vmap(lambda x, w: grids.log_mgf(x, w, ts))(xp, pp)
 
     # Phases in batches (a vmap within, a scan across: the (T, P) exponentials of every
@@ -157,7 +163,6 @@ def plan(loss, values, mu, q, n, query, target, tol, hint=jnp.nan, tau_cap=jnp.i
     # is not computed: it repeats the previous batch, whose weight there is 0. (The
     # first batch is always computed, inside the scan: one copy of ``one`` in the
     # compiled program.)
-    kk = mu.shape[0]
     size = phase_block(kk, _BATCH)
     batches = [v.reshape((kk // size, size)) for v in (mu, q, n, values)]
     first = jnp.arange(kk // size) == 0
@@ -165,7 +170,7 @@ def plan(loss, values, mu, q, n, query, target, tol, hint=jnp.nan, tau_cap=jnp.i
     # ``one`` a second time; a mismatch fails the scan's carry check).
     n_dir = len(directions)
     ends = jnp.zeros((size, n_dir))
-    pts = jnp.zeros((size, n_dir, grids.N_PLANNING))
+    pts = jnp.zeros((size, n_dir, grids.n_planning(thin)))
     init = (ends, ends, pts, pts, jnp.zeros((size, n_dir, ts.shape[0])))
 
     def body(prev, batch):
