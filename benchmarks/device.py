@@ -52,6 +52,15 @@ def _first_warm(repeat, fn, *args, **kwargs):
     return first, warm, out
 
 
+def _compiled(jitted, arg, repeat):
+    """(compile s, best of ``repeat`` warm calls s, output) of ``jitted`` at ``arg``."""
+    t0 = time.perf_counter()
+    compiled = jitted.lower(arg).compile()
+    comp = time.perf_counter() - t0
+    warm, out = min((_timed(compiled, arg) for _ in range(repeat)), key=lambda t: t[0])
+    return comp, warm, np.asarray(out)
+
+
 def _schedule(k, seed=0):
     rng = np.random.default_rng(seed)
     return rng.uniform(0.8, 1.5, k), rng.uniform(0.005, 0.02, k), np.full(k, 10)
@@ -104,11 +113,7 @@ def batch(repeat, quick):
     print("|---|---|---|---|---|")
     for b in (1, 64) if quick else (1, 64, 256):
         scales = jnp.linspace(0.9, 1.1, b) if b > 1 else jnp.ones(1)
-        t0 = time.perf_counter()
-        compiled = vupper.lower(scales).compile()
-        comp = time.perf_counter() - t0
-        warm, eps = min((_timed(compiled, scales) for _ in range(repeat)), key=lambda t: t[0])
-        eps = np.asarray(eps)
+        comp, warm, eps = _compiled(vupper, scales, repeat)
         print(
             f"| {b} | {comp:.1f} | {warm:.3f} | {b / warm:.0f} | "
             f"[{eps.min():.5g}, {eps.max():.5g}] |",
@@ -117,11 +122,7 @@ def batch(repeat, quick):
     s, q, n = _schedule(1000)
     s, q, n = jnp.asarray(s), jnp.asarray(q), jnp.asarray(n)
     grad = jax.jit(jax.grad(lambda sig: accountant.schedule_epsilon(sig, q, n, 1e-5).upper))
-    t0 = time.perf_counter()
-    compiled = grad.lower(s).compile()
-    comp = time.perf_counter() - t0
-    warm, g = min((_timed(compiled, s) for _ in range(repeat)), key=lambda t: t[0])
-    g = np.asarray(g)
+    comp, warm, g = _compiled(grad, s, repeat)
     print(
         f"\njit(grad) of the upper bound w.r.t. the K = 1000 noise multipliers: compile "
         f"{comp:.1f} s, warm {warm * 1e3:.0f} ms, all finite {bool(np.isfinite(g).all())}, "
