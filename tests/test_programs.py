@@ -60,6 +60,25 @@ def test_traced_calls_bypass_the_store(store):
     assert not list(store.glob("*.jaxexport"))
 
 
+def test_report_rows_with_d_above_one_share_one_program_per_stage(store):
+    """NPO does not depend on d: asked with d > 1 (a report's NPO row beside GLRT's), it
+    runs in the non-central χ² program's closed-form branch, so the two rows compile
+    three programs (plan, phase sums, bounds), not five, and NPO keeps its answer (q = 1:
+    the closed-form Gaussian)."""
+    ref = gaussian_epsilon(1e-6, math.sqrt(100) / 2.0)
+    sizes = dict(points=512, nodes=4096)
+    npo = accountant.schedule_epsilon(2.0, 1.0, 100, 1e-6, d=10, **sizes)
+    glrt = accountant.schedule_epsilon(2.0, 1.0, 100, 1e-6, d=10, adversary="glrt", **sizes)
+    assert len(list(store.glob("*.jaxexport"))) == 3
+    assert float(npo.lower) <= ref <= float(npo.upper)
+    assert 0.0 < float(glrt.upper) < float(npo.lower)
+    np.testing.assert_allclose(
+        np.asarray(npo),
+        np.asarray(accountant.schedule_epsilon(2.0, 1.0, 100, 1e-6, **sizes)),
+        rtol=1e-12,
+    )
+
+
 def test_enable_cache_honours_the_environment(monkeypatch, tmp_path):
     old = jax.config.jax_compilation_cache_dir
     try:

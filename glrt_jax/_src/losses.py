@@ -146,7 +146,19 @@ def _either_base_tails(mu, b, is_npo):
 
 
 def _glrtd_base_tails(mu, b, d):
-    """General d through glrt_jax.ncx2: tails of T at t = ℓ⁻¹(b)."""
+    """General d through glrt_jax.ncx2: tails of T at t = ℓ⁻¹(b).
+
+    ``d``: the per-phase dimension, or the "glrt" program's pair ``(d, npo)``
+    (:func:`phase_value`): where the unbatched flag ``npo`` is set, NPO's closed-form
+    tails instead (one branch runs).
+    """
+    if isinstance(d, tuple):
+        d, npo = d
+        return lax.cond(
+            npo,
+            lambda: _closed_base_tails(mu, b, _npo_parts),
+            lambda: _glrtd_base_tails(mu, b, jnp.where(d == 0, 2.0, d)),
+        )
     lam = mu * mu
     d = jnp.asarray(d, jnp.result_type(float))
     v = b + 0.5 * lam
@@ -175,7 +187,9 @@ def program_key(adversary, d, neighbouring, phases):
       by the value: NPO (0) or GLRT with ``d = 1`` (1). The two rows of a report (NPO, and
       GLRT with ``d = 1``) share one program per stage.
     * ``"glrt"``: GLRT through the non-central χ² tails; the values are the per-phase
-      ``d`` (every ``d`` other than all ones shares one program).
+      ``d`` (every ``d`` other than all ones shares one program), and 0 for NPO asked
+      with such a ``d`` (NPO does not depend on ``d``): the two rows of a report with
+      ``d > 1`` share one program per stage too.
 
     Returns:
       ``(loss, values)``: the static key and float64 values of shape ``(phases,)``.
@@ -183,16 +197,31 @@ def program_key(adversary, d, neighbouring, phases):
     dv = np.asarray(d, np.float64).reshape(-1)
     dv = np.concatenate([dv, np.full(phases - dv.size, dv[0])]) if dv.size > 1 else dv
     dv = np.broadcast_to(dv, (phases,))
-    if adversary == "glrt" and np.any(dv != 1):
-        return "glrt", dv
     if adversary == "npo" and neighbouring == "replace_one":
         return "npo", np.ones(phases)
+    if np.any(dv != 1):
+        return "glrt", dv if adversary == "glrt" else np.zeros(phases)
     return "closed", np.full(phases, 0.0 if adversary == "npo" else 1.0)
 
 
 def loss_directions(loss):
     """The directions a program for :func:`program_key`'s static ``loss`` composes."""
     return ("replace",) if loss == "npo" else ("remove", "add")
+
+
+def phase_value(loss, values):
+    """What one phase's tails see of ``values`` (:func:`program_key`), as a function of
+    its own value ``dk`` (to be called inside the map over phases).
+
+    For the "glrt" program, the pair ``(dk, npo)`` with ``npo`` the *unbatched* flag
+    "every value is 0" (the query is NPO's): the tails then branch once with
+    ``lax.cond`` rather than evaluating both kinds at every point (a report's NPO row
+    costs what it costs in the "closed" program). Other programs: ``dk`` itself.
+    """
+    if loss != "glrt":
+        return lambda dk: dk
+    npo = jnp.all(values == 0)
+    return lambda dk: (dk, npo)
 
 
 def _is_one(d):
@@ -341,6 +370,13 @@ def probe_tails(adversary, d, mu, q, x, is_add):
     exact tails there cost a root finder and the non-central χ² tails).
     """
     if adversary == "glrt" and not _is_one(d) and is_add is not None:
+        if isinstance(d, tuple):  # the "glrt" program's (d, npo) pair: see phase_value
+            d, npo = d
+            return lax.cond(
+                npo,
+                lambda: probe_tails("npo", 1, mu, q, x, is_add),
+                lambda: _glrtd_probe_tails(mu, q, x, is_add, jnp.where(d == 0, 2.0, d)),
+            )
         return _glrtd_probe_tails(mu, q, x, is_add, d)
     sp, fp, _, _ = segment_tails(adversary, d, mu, q, x, is_add)
     return sp, fp

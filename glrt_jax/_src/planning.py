@@ -155,8 +155,10 @@ def plan(loss, values, mu, q, n, query, target, tol, hint=jnp.nan, tau_cap=jnp.i
     kk = mu.shape[0]
     thin = 2 if kk >= _THIN_FROM else 1
 
+    value = losses.phase_value(loss, values)
+
     def one(m, r, dk):
-        lo, hi, xp, pp = _phase_support(loss, dk, directions, m, r, log_m, thin)
+        lo, hi, xp, pp = _phase_support(loss, value(dk), directions, m, r, log_m, thin)
         return lo, hi, xp, pp, jax.vmap(lambda x, w: grids.log_mgf(x, w, ts))(xp, pp)
 
     # Phases in batches (a vmap within, a scan across: the (T, P) exponentials of every

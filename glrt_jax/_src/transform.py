@@ -89,11 +89,12 @@ def phase_sums(mu, q, n, p, values, a, dw, tilts, *, loss, B, J):
     """
     is_add = grids.direction_flags(losses.loss_directions(loss))
     add_axis = None if is_add is None else 0
+    value = losses.phase_value(loss, values)
 
     def one_direction(m, r, dk, xp, pp, a_i, dw_i, b_i, add_i):
         """One phase's terms in one direction (per round)."""
         x = lax.stop_gradient(grids.companded_grid(xp, pp, a_i, B))
-        pi, kappa, outside = grids.bins(loss, dk, add_i, m, r, x)
+        pi, kappa, outside = grids.bins(loss, value(dk), add_i, m, r, x)
         p_up, up = grids.split(pi, kappa, x)
         x_lo, p_lo = grids.merge(pi, kappa, x)
         x_lo = lax.stop_gradient(x_lo)
