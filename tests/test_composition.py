@@ -82,8 +82,12 @@ def test_few_rounds_small_q_bracket_is_tight():
         return pld.self_compose(10).get_epsilon_for_delta(1e-5)
 
     b = accountant.schedule_epsilon(1.0, 1e-3, 10, 1e-5)
-    assert peer(False) <= float(b.upper) and float(b.lower) <= peer(True)
+    pessimistic = peer(True)  # 0.0235131, within 1e-6 of our tol = 1e-6 bracket
+    assert peer(False) <= float(b.upper) and float(b.lower) <= pessimistic
     assert float(b.upper) - float(b.lower) <= 1e-3 * float(b.upper)
+    # Few phases keep B ≥ J/8 grid points: the re-plan's 16384 nodes come with 2048 points
+    # (6.5e-5 above; with 512 points the upper bound was 1.3e-4 above).
+    assert float(b.upper) <= (1 + 1e-4) * pessimistic
     d = accountant.schedule_delta(1.0, 1e-3, 10, 0.016)
     assert float(d.upper) - float(d.lower) <= 2e-3 * float(d.upper)
 

@@ -247,6 +247,10 @@ COARSE_FLOOR = (512, 4096)
 # (the discretisation's share of the error falls as 1/B²; on the composition page's cases
 # the upper bound comes 3–5× closer to ε).
 FEW_PHASES, FEW_PHASES_MARGIN = 8, 4.0
+# ... and at least one grid point per FEW_PHASES_NODES_PER_POINT nodes: where a re-plan
+# raises the nodes (few rounds at small q, N = 10, q = 1e-3: 16384), the points that cost
+# little next to them bring the upper bound from 1.3e-4 to 6.5e-5 above ε, same time.
+FEW_PHASES_NODES_PER_POINT = 8
 # Nodes past MANY_PHASES_MAX_NODES serve schedules of at most FEW_PHASES phases only: an ε
 # far below the loss's scale next to a near-atom of the composed loss (N·q ≪ 1 at small
 # σ, e.g. σ = 0.5, q = 1e-5, N = 10: ε ≈ 4.4e-4) needs a smoothing width below ε/6, and
@@ -280,8 +284,10 @@ def _sizes_for(p, at_least=(0, 0), replan=False):
     else:
         nodes = tuple(j for j in nodes if j <= MANY_PHASES_MAX_NODES)
     b_need, j_need = max(1.1 * b_need, at_least[0]), max(1.1 * j_need, at_least[1])
-    b = next((s for s in points if s >= b_need), points[-1])
     j = next((s for s in nodes if s >= j_need), nodes[-1])
+    if p.xp.shape[0] <= FEW_PHASES:
+        b_need = max(b_need, j / FEW_PHASES_NODES_PER_POINT)
+    b = next((s for s in points if s >= b_need), points[-1])
     return b, j
 
 
