@@ -122,6 +122,27 @@ def test_one_round_brackets_high_precision_profile(sigma, q, eps):
     assert float(b.upper) <= ref * (1 + 1e-2)
 
 
+@pytest.mark.parametrize("query", ["delta", "epsilon"])
+def test_one_round_with_a_tiny_loss_scale_is_bracketed(query):
+    """σ = 10, q = 1e-4, one round: the loss is of order 1e-5, so δ(ε) = E(1 − e^{ε−L})₊
+    lies about 17 nats below the Chernoff picture and no damping keeps the trapezoid's
+    scale within e¹² of δ. The add direction's Chernoff optimum lies beyond the ladder of
+    tilts (its loss is bounded); planned there, it left a NaN estimate and an upper bound
+    of 1 on δ(5e-5) ≈ 6.85e-11, and ε(1e-10) ≈ 4.87e-5 at [0, 5.78e-5]."""
+    if query == "delta":
+        eps = 4.999874622630803e-05
+        ref = _one_round_delta(10.0, 1e-4, eps)  # 6.8514e-11
+        b = accountant.schedule_delta(10.0, 1e-4, 1, eps)
+        assert float(b.lower) <= ref <= float(b.upper) <= ref * (1 + 1e-3)
+        assert abs(float(b.estimate) / ref - 1.0) <= 1e-3
+    else:
+        b = accountant.schedule_epsilon(10.0, 1e-4, 1, 1e-10)
+        # δ decreases in ε: the bracket contains ε(1e-10) iff δ(upper) ≤ 1e-10 ≤ δ(lower).
+        assert _one_round_delta(10.0, 1e-4, float(b.upper)) <= 1e-10
+        assert _one_round_delta(10.0, 1e-4, float(b.lower)) >= 1e-10
+        assert float(b.upper) <= (1 + 1e-3) * float(b.lower)
+
+
 def test_tolerance_can_be_tightened_to_1e_6():
     ref = gaussian_epsilon(1e-5, math.sqrt(100) / 2.0)
     b = accountant.schedule_epsilon(2.0, 1.0, 100, 1e-5, tol=1e-6)

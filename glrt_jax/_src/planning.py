@@ -240,10 +240,18 @@ def plan(loss, values, mu, q, n, query, target, tol, hint=jnp.nan, tau_cap=jnp.i
         # Chernoff saddle point is at 0 and would force a → 0 and a huge period W; any
         # damping in (0, 1] whose scale stays within e^{_LOG_SCALE_MAX} of δ will do.
         below_saddle = below_saddle | (ts[None, :] <= 1.0)
-    ok = below_saddle & (log_scale <= _LOG_SCALE_MAX) & jnp.isfinite(w_cand)
-    ok = ok & (ts < ts[-1])[None, :]
+    usable = below_saddle & jnp.isfinite(w_cand) & (ts < ts[-1])[None, :]
+    ok = usable & (log_scale <= _LOG_SCALE_MAX)
     cost = jnp.where(ok, w_cand / tau_c, jnp.inf)
-    ia = jnp.where(jnp.any(ok, axis=-1), jnp.argmin(cost, axis=-1), it)
+    # No damping keeps the scale within e^{_LOG_SCALE_MAX} of δ (e.g. a tiny loss scale,
+    # whose factor (1 − e^{ε−S})₊ puts δ far below the Chernoff picture: one round at
+    # σ = 10, q = 1e-4): the Chernoff optimum. Where that has no period (the ladder's last
+    # tilt: a bounded loss's optimum, the add direction's there, lies beyond it), the
+    # usable tilt with the smallest scale (the rounding errors are relative to it).
+    it_usable = jnp.take_along_axis(usable, it[:, None], axis=-1)[:, 0]
+    smallest = jnp.argmin(jnp.where(usable, log_scale, jnp.inf), axis=-1)
+    fallback = jnp.where(it_usable | ~jnp.any(usable, axis=-1), it, smallest)
+    ia = jnp.where(jnp.any(ok, axis=-1), jnp.argmin(cost, axis=-1), fallback)
     a = ts[ia]
     W = jnp.take_along_axis(w_cand, ia[:, None], axis=-1)[:, 0]
     W = jnp.where(jnp.isfinite(W), W, 100.0)
