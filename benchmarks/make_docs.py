@@ -88,7 +88,7 @@ PAGES = [
     (
         "startup",
         "startup.py",
-        [],
+        ["--repeat", "2"],
         os.path.join(PAGES_DIR, "startup.md"),
         "time to the first `glrt-jax report` in a fresh process, cold and warm cache",
     ),
