@@ -248,10 +248,11 @@ COARSE_FLOOR = (512, 4096)
 # the upper bound comes 3–5× closer to ε).
 FEW_PHASES, FEW_PHASES_MARGIN = 8, 4.0
 # ... and at least one grid point per FEW_PHASES_NODES_PER_POINT nodes (the points cost
-# little next to the nodes): at the floor's 4096 nodes, 1024 points settle in one pass
-# what 512 left to a re-plan of 2¹⁸ nodes (σ = 0.92, q = 1e-3, N = 1000, δ = 1e-10: 227 →
-# 5 ms, 3.9e-4 tighter); where a re-plan raises the nodes (N = 10, q = 1e-3: 16384), the
-# upper bound comes from 1.3e-4 to 6.2e-5 above ε (17 → 20 ms).
+# little next to the nodes): at the floor's 4096 nodes, 2048 points (the coarse ladder's
+# size above 1024) settle in one pass what 512 left to a re-plan of 2¹⁸ nodes (σ = 0.92,
+# q = 1e-3, N = 1000, δ = 1e-10: 227 → 5 ms, 3.9e-4 tighter); where a re-plan raises the
+# nodes (N = 10, q = 1e-3: 16384), the upper bound comes from 1.3e-4 to 6.2e-5 above ε
+# (17 → 20 ms).
 FEW_PHASES_NODES_PER_POINT = 4
 # Nodes past MANY_PHASES_MAX_NODES serve schedules of at most FEW_PHASES phases only: an ε
 # far below the loss's scale next to a near-atom of the composed loss (N·q ≪ 1 at small
