@@ -143,6 +143,18 @@ def test_one_round_with_a_tiny_loss_scale_is_bracketed(query):
         assert float(b.upper) <= (1 + 1e-3) * float(b.lower)
 
 
+def test_lower_bound_found_where_it_does_not_decrease():
+    """One round at σ = 2.14, q = 0.01, δ = 1e-3 (ε ≈ 2.7e-3): the certified lower bound on
+    δ(ε) is not monotone in ε (its smoothing deficit follows the density) and passes δ
+    only about 0.3 of the way down from the upper bound; the ladder's rungs at 0.1 and
+    0.5 missed it and the lower bound was 0."""
+    b = accountant.schedule_epsilon(2.1438, 0.01, 1, 1e-3)
+    assert float(b.lower) >= 0.5 * float(b.upper)
+    # δ decreases in ε: the bracket contains ε(1e-3) iff δ(upper) ≤ 1e-3 ≤ δ(lower).
+    assert _one_round_delta(2.1438, 0.01, float(b.upper)) <= 1e-3
+    assert _one_round_delta(2.1438, 0.01, float(b.lower)) >= 1e-3
+
+
 def test_tolerance_can_be_tightened_to_1e_6():
     ref = gaussian_epsilon(1e-5, math.sqrt(100) / 2.0)
     b = accountant.schedule_epsilon(2.0, 1.0, 100, 1e-5, tol=1e-6)
