@@ -503,6 +503,21 @@ def test_floor_points_settle_a_tail_query_in_one_pass(monkeypatch):
     assert float(b.lower) <= ref and float(b.upper) <= (1 + 1e-3) * ref
 
 
+@pytest.mark.parametrize("tol", [1e-3, 1e-5])
+def test_delta_near_the_bulk_keeps_aliasing_out_of_the_upper_bound(tol):
+    """σ = 1.98, q = 0.1, N = 10⁴, δ at ε = 15.02 (about 0.362, near the bulk of the composed
+    loss): the plan sized the period's aliasing from above at 1/a of the saddle point (31.6)
+    rather than at ε, so e^{aW}δ(ε + W) entered the upper bound (0.3650 at tol = 1e-3,
+    0.5018 at tol = 1e-5). Against dp_accounting's value."""
+    acc = pld_privacy_accountant.PLDAccountant(value_discretization_interval=1e-4)
+    acc.compose(
+        dp_accounting.PoissonSampledDpEvent(0.1, dp_accounting.GaussianDpEvent(1.9818)), 10**4
+    )
+    ref = acc.get_delta(15.018498280969814)  # pessimistic: 0.3620847
+    b = accountant.schedule_delta(1.9818, 0.1, 10**4, 15.018498280969814, tol=tol)
+    assert float(b.lower) <= ref and float(b.upper) <= (1 + 1e-3) * ref
+
+
 def test_few_rounds_tiny_delta_gets_more_grid_points():
     """N = 10, q = 1e-3, δ = 1e-10: ε is decided by one or two rare hits deep in a round's
     tail, where the plan's variance picture asks for a handful of grid points and 512 left

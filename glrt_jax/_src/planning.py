@@ -74,6 +74,9 @@ class Plan(NamedTuple):
         (ε queries; the target ε for δ queries).
       b_need, j_need: grid points and nodes the tolerance asks for (0 for directions
         that cannot decide the answer).
+      b_alias: the tilt ``b > a`` whose aliasing bound from above the period ``W`` was
+        planned with (one of the bound tilts: the others are relative to ``a``, and a
+        loss bounded just below ``ε + W`` may need a far larger one).
     """
 
     a: Any
@@ -87,6 +90,7 @@ class Plan(NamedTuple):
     eps_ch: Any
     b_need: Any
     j_need: Any
+    b_alias: Any
 
 
 def _phase_support(loss, value, directions, mu, q, log_m, thin):
@@ -223,12 +227,14 @@ def plan(loss, values, mu, q, n, query, target, tol, hint=jnp.nan, tau_cap=jnp.i
     # (∝ W/τ).
     log_margin = 8.0 - jnp.log(tol) - log_delta_ref[:, None]  # (n_dir, 1)
     w_below = log_margin / ts[None, :]
-    num = lam_tot - ts[None, :] * eps_ref[:, None] + log_margin  # (n_dir, T) at b
+    # The aliasing from above at the queried ε (δ queries; their eps_ref, 1/a at the saddle
+    # point, can exceed it near the bulk of the loss: σ = 1.98, q = 0.1, N = 10⁴, δ(15) ≈ 0.36
+    # then got a period that let e^{aW}δ(ε + W) ≈ 0.14 into the upper bound at tol = 1e-5).
+    eps_alias = eps_ref if query == "epsilon" else jnp.minimum(eps_ref, target)
+    num = lam_tot - ts[None, :] * eps_alias[:, None] + log_margin  # (n_dir, T) at b
     gap = ts[None, :] - ts[:, None]  # [a, b]
-    w_above = jnp.min(
-        jnp.where(gap[None] > 0, num[:, None, :] / jnp.where(gap > 0, gap, 1.0)[None], jnp.inf),
-        axis=-1,
-    )
+    w_ab = jnp.where(gap[None] > 0, num[:, None, :] / jnp.where(gap > 0, gap, 1.0)[None], jnp.inf)
+    w_above = jnp.min(w_ab, axis=-1)  # (n_dir, T) over a
     w_cand = jnp.maximum(jnp.maximum(w_below, w_above), 1e-3)
     # The upper bound's smoothing moves ε by about (1 + a)τ²/2 (saddle-point picture:
     # f_S/|δ_S'| ≈ 1 + a at ε; see inversion.query_bounds).
@@ -253,6 +259,9 @@ def plan(loss, values, mu, q, n, query, target, tol, hint=jnp.nan, tau_cap=jnp.i
     fallback = jnp.where(it_usable | ~jnp.any(usable, axis=-1), it, smallest)
     ia = jnp.where(jnp.any(ok, axis=-1), jnp.argmin(cost, axis=-1), fallback)
     a = ts[ia]
+    # The b of the chosen a's bound from above (the next tilt up where none is finite).
+    ib = jnp.argmin(jnp.take_along_axis(w_ab, ia[:, None, None], axis=1)[:, 0, :], axis=-1)
+    b_alias = ts[jnp.maximum(ib, jnp.minimum(ia + 1, ts.shape[0] - 1))]
     W = jnp.take_along_axis(w_cand, ia[:, None], axis=-1)[:, 0]
     W = jnp.where(jnp.isfinite(W), W, 100.0)
     tau_tol = jnp.minimum(tau_cap, jnp.take_along_axis(tau_c, ia[:, None], axis=-1)[:, 0])
@@ -289,6 +298,7 @@ def plan(loss, values, mu, q, n, query, target, tol, hint=jnp.nan, tau_cap=jnp.i
         eps_ch=eps_ch_min,
         b_need=b_need,
         j_need=j_need,
+        b_alias=b_alias,
     )
 
 
@@ -307,10 +317,10 @@ def smoothing_width(p: Plan, J: int):
 
 def bound_tilts(p: Plan):
     """Tilts for the Chernoff and aliasing bounds, (n_dir, nb): a + multiples of 1/s,
-    multiples of a, and 0 ≤ b ≤ a."""
+    multiples of a, 0 ≤ b ≤ a, and the tilt the period was planned with."""
     a = p.a
     g = jnp.asarray(_U_MULT)
     b_up = a[:, None] + g[None, :] / p.s_a[:, None]
     b_mult = a[:, None] * jnp.asarray(_A_MULT)[None, :]
     b_dn = a[:, None] * jnp.asarray([0.0, 0.25, 0.5, 0.75, 0.9])[None, :]
-    return jnp.concatenate([b_up, b_mult, b_dn, a[:, None]], axis=-1)
+    return jnp.concatenate([b_up, b_mult, b_dn, a[:, None], p.b_alias[:, None]], axis=-1)
