@@ -155,6 +155,22 @@ def test_lower_bound_found_where_it_does_not_decrease():
     assert _one_round_delta(2.1438, 0.01, float(b.lower)) >= 1e-3
 
 
+def test_replace_one_round_lower_bound_uses_the_planned_aliasing_tilt():
+    """Same round under replace_one (ε ≈ 8.0e-3): the lower bound's aliasing term from
+    above (1.8e-3, above δ at every ε) used only tilts up to 9a, while the period was
+    planned with a far larger one (the composed loss is bounded just below ε + W within
+    the grids); the lower bound was 0."""
+    b = accountant.schedule_epsilon(2.1438, 0.01, 1, 1e-3, neighbouring="replace_one")
+    assert float(b.lower) >= 0.999 * float(b.upper)
+    acc = pld_privacy_accountant.PLDAccountant(
+        value_discretization_interval=1e-6,
+        neighboring_relation=dp_accounting.NeighboringRelation.REPLACE_ONE,
+    )
+    acc.compose(dp_accounting.PoissonSampledDpEvent(0.01, dp_accounting.GaussianDpEvent(2.1438)))
+    ref = acc.get_epsilon(1e-3)  # pessimistic: above ε by its discretisation error
+    assert float(b.lower) <= ref and float(b.upper) <= (1 + 1e-3) * ref
+
+
 def test_tolerance_can_be_tightened_to_1e_6():
     ref = gaussian_epsilon(1e-5, math.sqrt(100) / 2.0)
     b = accountant.schedule_epsilon(2.0, 1.0, 100, 1e-5, tol=1e-6)
