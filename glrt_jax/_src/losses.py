@@ -153,11 +153,10 @@ def _glrtd_base_tails(mu, b, d):
     tails instead (one branch runs).
     """
     if isinstance(d, tuple):
-        d, npo = d
-        return lax.cond(
-            npo,
+        return _npo_or_glrt(
+            d,
             lambda: _closed_base_tails(mu, b, _npo_parts),
-            lambda: _glrtd_base_tails(mu, b, jnp.where(d == 0, 2.0, d)),
+            lambda dd: _glrtd_base_tails(mu, b, dd),
         )
     lam = mu * mu
     d = jnp.asarray(d, jnp.result_type(float))
@@ -222,6 +221,14 @@ def phase_value(loss, values):
         return lambda dk: dk
     npo = jnp.all(values == 0)
     return lambda dk: (dk, npo)
+
+
+def _npo_or_glrt(pair, npo_fn, glrt_fn):
+    """One ``lax.cond`` on :func:`phase_value`'s pair ``(d, npo)``: ``npo_fn()`` where the
+    flag is set, else ``glrt_fn(d)`` (with a harmless ``d = 2`` for NPO's phases, whose
+    value 0 the χ² branch never sees selected; a finite branch keeps derivatives finite)."""
+    d, npo = pair
+    return lax.cond(npo, npo_fn, lambda: glrt_fn(jnp.where(d == 0, 2.0, d)))
 
 
 def _is_one(d):
@@ -371,11 +378,10 @@ def probe_tails(adversary, d, mu, q, x, is_add):
     """
     if adversary == "glrt" and not _is_one(d) and is_add is not None:
         if isinstance(d, tuple):  # the "glrt" program's (d, npo) pair: see phase_value
-            d, npo = d
-            return lax.cond(
-                npo,
+            return _npo_or_glrt(
+                d,
                 lambda: probe_tails("npo", 1, mu, q, x, is_add),
-                lambda: _glrtd_probe_tails(mu, q, x, is_add, jnp.where(d == 0, 2.0, d)),
+                lambda dd: _glrtd_probe_tails(mu, q, x, is_add, dd),
             )
         return _glrtd_probe_tails(mu, q, x, is_add, d)
     sp, fp, _, _ = segment_tails(adversary, d, mu, q, x, is_add)
