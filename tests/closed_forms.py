@@ -1,8 +1,15 @@
-"""Closed-form references shared by the tests (not a test module)."""
+"""Closed-form references shared by the tests and benchmarks/certify.py (not a test module).
+
+Nothing here calls glrt_jax: each reference is a closed form, evaluated in SciPy (floats)
+or mpmath (50 digits).
+"""
 
 import math
 
+import mpmath as mp
 from scipy import optimize, stats
+
+_DPS = 50
 
 
 def gaussian_epsilon(delta, mu):
@@ -12,3 +19,62 @@ def gaussian_epsilon(delta, mu):
         return stats.norm.cdf(-e / mu + mu / 2) - math.exp(e + stats.norm.logcdf(-e / mu - mu / 2))
 
     return optimize.brentq(lambda e: gap(e) - delta, 0.0, 1e4, xtol=1e-13, rtol=1e-14)
+
+
+def gaussian_delta(eps, mu):
+    """Closed-form δ(ε) of μ-GDP, Φ(μ/2 − ε/μ) − e^ε Φ(−μ/2 − ε/μ) (floats)."""
+    return stats.norm.cdf(-eps / mu + mu / 2) - math.exp(eps) * stats.norm.cdf(-eps / mu - mu / 2)
+
+
+def _one_round_delta_mp(sigma, q, eps):
+    """δ(ε) of one Poisson-subsampled Gaussian round (add/remove) as an mpmath number.
+
+    P/Q = 1 − q + q e^{μx − μ²/2} is increasing in x, so each direction's hockey-stick
+    integral is one tail beyond the crossing point. With q = 1 this is the Gaussian
+    mechanism's closed form, and N rounds of it are one round at σ/√N.
+    """
+    with mp.workdps(_DPS):
+        mu, q, e = 1 / mp.mpf(sigma), mp.mpf(q), mp.mpf(eps)
+
+        def crossing(level):  # x with 1 − q + q e^{μx − μ²/2} = level
+            return (mp.log((level - 1 + q) / q) + mu * mu / 2) / mu
+
+        x = crossing(mp.e**e)
+        remove = q * mp.ncdf(mu - x) - (mp.e**e - 1 + q) * mp.ncdf(-x)
+        add = mp.mpf(0)
+        if mp.e ** (-e) > 1 - q:
+            y = crossing(mp.e ** (-e))
+            add = mp.ncdf(y) - mp.e**e * ((1 - q) * mp.ncdf(y) + q * mp.ncdf(y - mu))
+        return max(remove, add, mp.mpf(0))
+
+
+def one_round_delta(sigma, q, eps):
+    """δ(ε) of one Poisson-subsampled Gaussian round (add/remove), in 50-digit mpmath."""
+    return float(_one_round_delta_mp(sigma, q, eps))
+
+
+def one_round_epsilon(sigma, q, delta):
+    """ε(δ) of one Poisson-subsampled Gaussian round (add/remove): the root of δ(ε) = delta.
+
+    δ(ε) decreases in ε; the root of log δ(ε) − log δ is bracketed by doubling and found by
+    bisection on the mpmath profile (relative accuracy about 1e-15). 0 when δ(0) ≤ delta.
+    """
+    with mp.workdps(_DPS):
+        log_target = mp.log(mp.mpf(delta))
+
+        def gap(e):
+            d = _one_round_delta_mp(sigma, q, e)
+            return mp.log(d) - log_target if d > 0 else mp.mpf(-mp.inf)
+
+        if gap(0.0) <= 0:
+            return 0.0
+        hi = 1e-6
+        while gap(hi) > 0:
+            hi *= 2.0
+        lo = hi / 2.0 if hi > 1e-6 else 0.0
+        while hi - lo > 1e-16 * hi:
+            mid = 0.5 * (lo + hi)
+            if mid in (lo, hi):
+                break
+            lo, hi = (mid, hi) if gap(mid) > 0 else (lo, mid)
+        return hi

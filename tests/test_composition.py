@@ -13,18 +13,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from closed_forms import gaussian_epsilon
+from closed_forms import gaussian_delta, gaussian_epsilon, one_round_delta
 from dp_accounting.pld import pld_privacy_accountant
-from scipy import stats
 
 from glrt_jax import accountant
 from glrt_jax._src import composition
 
 SZ = dict(points=512, nodes=4096)  # fixed sizes, as under jit
-
-
-def _gaussian_delta(eps, mu):
-    return stats.norm.cdf(-eps / mu + mu / 2) - math.exp(eps) * stats.norm.cdf(-eps / mu - mu / 2)
 
 
 @pytest.mark.parametrize(
@@ -42,7 +37,7 @@ def test_q1_delta_and_heterogeneous_phases_match_closed_form():
     sig, n = np.array([4.0, 6.0, 2.5]), np.array([3, 5, 2])
     mu = math.sqrt(float(np.sum(n / sig**2)))
     b = accountant.schedule_delta(sig, 1.0, n, 1.0)
-    ref = _gaussian_delta(1.0, mu)
+    ref = gaussian_delta(1.0, mu)
     assert float(b.lower) <= ref <= float(b.upper)
     assert float(b.upper) <= 1.01 * ref
 
@@ -92,31 +87,9 @@ def test_few_rounds_small_q_bracket_is_tight():
     assert float(d.upper) - float(d.lower) <= 2e-3 * float(d.upper)
 
 
-def _one_round_delta(sigma, q, eps):
-    """δ(ε) of one Poisson-subsampled Gaussian round (add/remove), closed form in mpmath.
-
-    P/Q = 1 − q + q e^{μx − μ²/2} is increasing in x, so each direction's hockey-stick
-    integral is one tail beyond the crossing point.
-    """
-    mp = pytest.importorskip("mpmath")
-    mp.mp.dps = 50
-    mu, q, e = 1 / mp.mpf(sigma), mp.mpf(q), mp.mpf(eps)
-
-    def crossing(level):  # x with 1 − q + q e^{μx − μ²/2} = level
-        return (mp.log((level - 1 + q) / q) + mu * mu / 2) / mu
-
-    x = crossing(mp.e**e)
-    remove = q * mp.ncdf(mu - x) - (mp.e**e - 1 + q) * mp.ncdf(-x)
-    add = mp.mpf(0)
-    if mp.e ** (-e) > 1 - q:
-        y = crossing(mp.e ** (-e))
-        add = mp.ncdf(y) - mp.e**e * ((1 - q) * mp.ncdf(y) + q * mp.ncdf(y - mu))
-    return float(max(remove, add))
-
-
 @pytest.mark.parametrize("sigma, q, eps", [(1.0, 0.01, 0.05), (0.5, 0.2, 1.0), (20.0, 1e-3, 1e-4)])
 def test_one_round_brackets_high_precision_profile(sigma, q, eps):
-    ref = _one_round_delta(sigma, q, eps)
+    ref = one_round_delta(sigma, q, eps)
     b = accountant.schedule_delta(sigma, q, 1, eps)
     assert float(b.lower) <= ref <= float(b.upper)
     assert float(b.upper) <= ref * (1 + 1e-2)
@@ -131,15 +104,15 @@ def test_one_round_with_a_tiny_loss_scale_is_bracketed(query):
     of 1 on δ(5e-5) ≈ 6.85e-11, and ε(1e-10) ≈ 4.87e-5 at [0, 5.78e-5]."""
     if query == "delta":
         eps = 4.999874622630803e-05
-        ref = _one_round_delta(10.0, 1e-4, eps)  # 6.8514e-11
+        ref = one_round_delta(10.0, 1e-4, eps)  # 6.8514e-11
         b = accountant.schedule_delta(10.0, 1e-4, 1, eps)
         assert float(b.lower) <= ref <= float(b.upper) <= ref * (1 + 1e-3)
         assert abs(float(b.estimate) / ref - 1.0) <= 1e-3
     else:
         b = accountant.schedule_epsilon(10.0, 1e-4, 1, 1e-10)
         # δ decreases in ε: the bracket contains ε(1e-10) iff δ(upper) ≤ 1e-10 ≤ δ(lower).
-        assert _one_round_delta(10.0, 1e-4, float(b.upper)) <= 1e-10
-        assert _one_round_delta(10.0, 1e-4, float(b.lower)) >= 1e-10
+        assert one_round_delta(10.0, 1e-4, float(b.upper)) <= 1e-10
+        assert one_round_delta(10.0, 1e-4, float(b.lower)) >= 1e-10
         assert float(b.upper) <= (1 + 1e-3) * float(b.lower)
 
 
@@ -151,8 +124,8 @@ def test_lower_bound_found_where_it_does_not_decrease():
     b = accountant.schedule_epsilon(2.1438, 0.01, 1, 1e-3)
     assert float(b.lower) >= 0.5 * float(b.upper)
     # δ decreases in ε: the bracket contains ε(1e-3) iff δ(upper) ≤ 1e-3 ≤ δ(lower).
-    assert _one_round_delta(2.1438, 0.01, float(b.upper)) <= 1e-3
-    assert _one_round_delta(2.1438, 0.01, float(b.lower)) >= 1e-3
+    assert one_round_delta(2.1438, 0.01, float(b.upper)) <= 1e-3
+    assert one_round_delta(2.1438, 0.01, float(b.lower)) >= 1e-3
 
 
 def test_replace_one_round_lower_bound_uses_the_planned_aliasing_tilt():
@@ -556,3 +529,4 @@ def test_tiny_epsilon_next_to_a_near_atom_uses_more_nodes():
     ref = acc.get_epsilon(1e-5)  # pessimistic: 4.3913e-4 (1e-6: 4.3894e-4)
     b = accountant.schedule_epsilon(0.5, 1e-5, 10, 1e-5)
     assert float(b.lower) <= ref <= float(b.upper) <= 1.005 * ref
+
