@@ -77,6 +77,9 @@ class Plan(NamedTuple):
       b_alias: the tilt ``b > a`` whose aliasing bound from above the period ``W`` was
         planned with (one of the bound tilts: the others are relative to ``a``, and a
         loss bounded just below ``ε + W`` may need a far larger one).
+      b_ch: the planner's Chernoff optimum (a bound tilt too: where the damping ``a`` had
+        to fall back, the Chernoff cap on the upper bound needs it; see
+        :func:`glrt_jax._src.inversion.query_bounds`).
     """
 
     a: Any
@@ -91,6 +94,7 @@ class Plan(NamedTuple):
     b_need: Any
     j_need: Any
     b_alias: Any
+    b_ch: Any
 
 
 def _phase_support(loss, value, directions, mu, q, log_m, thin):
@@ -299,6 +303,7 @@ def plan(loss, values, mu, q, n, query, target, tol, hint=jnp.nan, tau_cap=jnp.i
         b_need=b_need,
         j_need=j_need,
         b_alias=b_alias,
+        b_ch=ts[it],
     )
 
 
@@ -317,10 +322,12 @@ def smoothing_width(p: Plan, J: int):
 
 def bound_tilts(p: Plan):
     """Tilts for the Chernoff and aliasing bounds, (n_dir, nb): a + multiples of 1/s,
-    multiples of a, 0 ≤ b ≤ a, and the tilt the period was planned with."""
+    multiples of a, 0 ≤ b ≤ a, the tilt the period was planned with, and the planner's
+    Chernoff optimum."""
     a = p.a
     g = jnp.asarray(_U_MULT)
     b_up = a[:, None] + g[None, :] / p.s_a[:, None]
     b_mult = a[:, None] * jnp.asarray(_A_MULT)[None, :]
     b_dn = a[:, None] * jnp.asarray([0.0, 0.25, 0.5, 0.75, 0.9])[None, :]
-    return jnp.concatenate([b_up, b_mult, b_dn, a[:, None], p.b_alias[:, None]], axis=-1)
+    extra = [a[:, None], p.b_alias[:, None], p.b_ch[:, None]]
+    return jnp.concatenate([b_up, b_mult, b_dn, *extra], axis=-1)
