@@ -599,3 +599,15 @@ def test_tighter_tolerance_never_loses_the_default_bracket():
     assert np.isfinite(float(b.upper))
     assert float(b.lower) <= pessimistic and optimistic <= float(b.upper)
     assert float(b.upper) <= 1.05 * pessimistic
+
+
+def test_glrt_upper_bound_never_above_npo():
+    """GLRT is never stronger than NPO (the most powerful test of each round). In the regime
+    of single rounds' rare large losses the GLRT bracket alone was [0, 0.743] where NPO's
+    upper bound is 0.376; NPO's bound now caps it (eager answers that miss the tolerance)."""
+    args = (0.8897, 2.82e-5, 1647511, 1.5e-12)
+    npo = accountant.schedule_epsilon(*args)
+    glrt = accountant.schedule_epsilon(*args, adversary="glrt")
+    _, pessimistic = _dp_epsilon_bracket(*args)  # NPO's truth is below the peer's upper end
+    assert float(glrt.lower) <= float(glrt.estimate) <= float(glrt.upper)
+    assert float(glrt.upper) <= float(npo.upper) <= 1.05 * pessimistic
