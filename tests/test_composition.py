@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from closed_forms import gaussian_delta, gaussian_epsilon, one_round_delta
+from closed_forms import gaussian_delta, gaussian_epsilon, one_round_delta, one_round_epsilon
 from dp_accounting.pld import pld_privacy_accountant
 
 from glrt_jax import accountant
@@ -611,3 +611,17 @@ def test_glrt_upper_bound_never_above_npo():
     _, pessimistic = _dp_epsilon_bracket(*args)  # NPO's truth is below the peer's upper end
     assert float(glrt.lower) <= float(glrt.estimate) <= float(glrt.upper)
     assert float(glrt.upper) <= float(npo.upper) <= 1.05 * pessimistic
+
+
+@pytest.mark.parametrize(
+    "sigma, q, delta",
+    [(1.348, 0.00269, 3.21e-11), (1.641, 1.55e-5, 1.86e-14)],
+)
+def test_replan_damps_at_the_chernoff_optimum_of_the_estimate(sigma, q, delta):
+    """One round at small q and tiny δ: no damping keeps the scale M(a)e^{−aε} near δ, and
+    the plan fell back to the Chernoff optimum over ε (a = 56 in the first case), whose
+    scale at the true ε is far larger than the optimum at that ε: upper bounds 0.9 % and
+    15 % above the 50-digit truth. The re-plan, knowing ε, damps at the optimum there."""
+    truth = one_round_epsilon(sigma, q, delta)
+    b = accountant.schedule_epsilon(sigma, q, 1, delta)
+    assert float(b.lower) <= truth <= float(b.upper) <= (1 + 1e-3) * truth
