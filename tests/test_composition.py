@@ -625,3 +625,15 @@ def test_replan_damps_at_the_chernoff_optimum_of_the_estimate(sigma, q, delta):
     truth = one_round_epsilon(sigma, q, delta)
     b = accountant.schedule_epsilon(sigma, q, 1, delta)
     assert float(b.lower) <= truth <= float(b.upper) <= (1 + 1e-3) * truth
+
+
+@pytest.mark.parametrize("sigma, q, delta", [(1.348, 0.00269, 3.21e-11), (1.231, 7.97e-6, 2.02e-9)])
+def test_delta_replan_sizes_the_scale_with_the_first_answer(sigma, q, delta):
+    """δ(ε) of one round at small q, deep in the tail: the plan measured the damping's scale
+    against the Chernoff bound on δ, many orders of magnitude above δ here, and took a
+    cheap damping whose scale was out of δ's reach (estimates 16 % and 1.3 % high). A
+    re-plan with the first answer's δ (and the scale taken at the queried ε) fixes it."""
+    eps = one_round_epsilon(sigma, q, delta)
+    truth = one_round_delta(sigma, q, eps)
+    b = accountant.schedule_delta(sigma, q, 1, eps)
+    assert float(b.lower) <= truth <= float(b.upper) <= (1 + 1e-3) * truth

@@ -214,8 +214,9 @@ def compose_query(
 
     One program for the three stages (for callers inside ``jit``, e.g. calibration).
     ``hint``: an ε known to lie at or below the answer (ε queries), to plan with when the
-    saddle-point guess from the Chernoff bound is too high; NaN for none. ``tau_cap``
-    caps the smoothing width the plan sizes the nodes for, for losses whose density at
+    saddle-point guess from the Chernoff bound is too high; for δ queries, a δ near the
+    answer, to size the damping's scale with instead of the Chernoff bound; NaN for none.
+    ``tau_cap`` caps the smoothing width the plan sizes the nodes for, for losses whose density at
     ε is large compared with the saddle-point picture (``diag["smoothing"]`` says when);
     ``inf`` for none.
     """
@@ -430,8 +431,9 @@ def _refine(bounds, diag, valid, mu, q, n, target, tol, sizes, static):
     """Eager re-plans when the answer shows the plan's assumptions did not hold.
 
     Three cases: an ε answer near or below the planning guess ``eps_ref`` (one or a few
-    heavy-tailed rounds: plan again from below), a smoothing share above the tolerance
-    (a steep loss tail at ε: plan with less smoothing and more nodes), and, when
+    heavy-tailed rounds: plan again from below; a δ answer outside the tolerance likewise
+    plans again once with its estimate in place of the Chernoff bound), a smoothing share
+    above the tolerance (a steep loss tail at ε: plan with less smoothing and more nodes), and, when
     neither applies or a re-plan stopped improving the bound, an upper bound more than
     tol/2 above the estimate (the grids' discretisation: four times the points). Each re-plan gives
     another valid bracket; the intersection is kept. A bracket with
@@ -451,6 +453,10 @@ def _refine(bounds, diag, valid, mu, q, n, target, tol, sizes, static):
             eps_ref = float(np.max(np.asarray(diag["eps_ref"])))
             if np.isfinite(est) and est < 1.2 * eps_ref:
                 hint, again = 0.5 * est, True
+        elif not settled and np.isnan(hint) and np.isfinite(est) and est > 0:
+            # δ queries: plan again with the first answer's δ in place of the Chernoff
+            # bound's (see planning.plan), once.
+            hint, again = 0.5 * est, True
         share = float(diag["smoothing"])
         if np.isfinite(share) and share > share_max and not settled:
             # The share grows like τ²: cap the width the nodes are planned for at the

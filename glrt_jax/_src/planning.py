@@ -223,6 +223,14 @@ def plan(loss, values, mu, q, n, query, target, tol, hint=jnp.nan, tau_cap=jnp.i
         eps_ref = 1.0 / ts[it]
         eps_ch_min = jnp.full(eps_ref.shape, target)
         log_delta_ref = jnp.min(obj, axis=-1) - 5.0
+        # A re-plan's hint is the first answer's δ (halved): the Chernoff bound can lie
+        # many orders of magnitude above δ (a bimodal tilted loss: small q, tiny δ), and a
+        # scale within e^{_LOG_SCALE_MAX} of it is not one within reach of δ. One round at
+        # σ = 1.348, q = 0.00269, δ(0.1525) = 3.21e-11: a = 17.8 left the estimate 16 % high.
+        log_hint = jnp.log(jnp.where(jnp.isfinite(hint) & (hint > 0), hint, 1.0))
+        log_delta_ref = jnp.where(
+            jnp.isfinite(hint) & (hint > 0), jnp.minimum(log_delta_ref, log_hint), log_delta_ref
+        )
     # Damping a and period W of the trapezoid rule. Aliasing from below is at most
     # e^{−aW}/(1 − e^{−aW}) and from above M(b) e^{−bε}/(e^{(b−a)W} − 1) for b > a; both
     # must stay far below tol·δ. Choose, among a no larger than the saddle point and with
@@ -243,7 +251,10 @@ def plan(loss, values, mu, q, n, query, target, tol, hint=jnp.nan, tau_cap=jnp.i
     # The upper bound's smoothing moves ε by about (1 + a)τ²/2 (saddle-point picture:
     # f_S/|δ_S'| ≈ 1 + a at ε; see inversion.query_bounds).
     tau_c = jnp.sqrt(_TAU_SHARE * tol * eps_ref[:, None] / (0.5 * (1.0 + ts))[None, :])
-    log_scale = lam_tot - ts[None, :] * eps_ref[:, None] - log_delta_ref[:, None]
+    # The scale at the ε the inversion is evaluated at: the planning guess for ε queries,
+    # the queried ε for δ queries (their eps_ref, 1/a at the saddle point, is a width).
+    eps_scale = eps_ref if query == "epsilon" else jnp.full(eps_ref.shape, target)
+    log_scale = lam_tot - ts[None, :] * eps_scale[:, None] - log_delta_ref[:, None]
     below_saddle = ts[None, :] <= ts[it][:, None]
     if query == "delta":
         # At an ε below the composed loss's mean (δ(0) is the attacker's advantage) the
