@@ -251,9 +251,14 @@ def plan(loss, values, mu, q, n, query, target, tol, hint=jnp.nan, tau_cap=jnp.i
     # The upper bound's smoothing moves ε by about (1 + a)τ²/2 (saddle-point picture:
     # f_S/|δ_S'| ≈ 1 + a at ε; see inversion.query_bounds).
     tau_c = jnp.sqrt(_TAU_SHARE * tol * eps_ref[:, None] / (0.5 * (1.0 + ts))[None, :])
-    # The scale at the ε the inversion is evaluated at: the planning guess for ε queries,
-    # the queried ε for δ queries (their eps_ref, 1/a at the saddle point, is a width).
-    eps_scale = eps_ref if query == "epsilon" else jnp.full(eps_ref.shape, target)
+    # The scale at the ε the inversion is evaluated at: the planning guess for ε queries;
+    # for a δ query's re-plan, the queried ε (its eps_ref, 1/a at the saddle point, is a
+    # width; σ = 8.5, q = 2.4e-5, one round, δ(2.3e-5) = 5.35e-15: 3.3e-3 above δ at eps_ref,
+    # 2.2e-4 at ε). A first plan keeps eps_ref: at ε = 0 (the advantage) the queried ε
+    # would pick another damping, and a bracket 13× wider (still within the tolerance).
+    eps_scale = eps_ref
+    if query == "delta":
+        eps_scale = jnp.where(jnp.isfinite(hint), target, eps_ref)
     log_scale = lam_tot - ts[None, :] * eps_scale[:, None] - log_delta_ref[:, None]
     below_saddle = ts[None, :] <= ts[it][:, None]
     if query == "delta":
