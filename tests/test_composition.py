@@ -637,3 +637,33 @@ def test_delta_replan_sizes_the_scale_with_the_first_answer(sigma, q, delta):
     truth = one_round_delta(sigma, q, eps)
     b = accountant.schedule_delta(sigma, q, 1, eps)
     assert float(b.lower) <= truth <= float(b.upper) <= (1 + 1e-3) * truth
+
+
+def _log_uniform(rng, lo, hi):
+    return float(np.exp(rng.uniform(np.log(lo), np.log(hi))))
+
+
+def test_random_cases_bracket_the_exact_references():
+    """Seeded random cases over the promised ranges (benchmarks/certify.py's exact tables in
+    small): one round at any q against the 50-digit profile, and q = 1 at any N against the
+    closed form (N rounds at σ are one at σ/√N). Every bracket, ε(δ) and δ(ε), must contain
+    the truth; the tolerance is not asserted (small q with a tiny δ can miss it: see the
+    docs' limits)."""
+    rng = np.random.default_rng(20261127)
+    cases = []
+    for _ in range(8):
+        sig, q = _log_uniform(rng, 0.3, 20.0), _log_uniform(rng, 1e-6, 1.0)
+        cases.append((sig, q, 1, _log_uniform(rng, 1e-15, 1e-1)))
+    for _ in range(4):
+        sig = _log_uniform(rng, 0.3, 20.0)
+        n = int(round(_log_uniform(rng, 1.0, min(1e7, (40.0 * sig) ** 2))))
+        cases.append((sig, 1.0, n, _log_uniform(rng, 1e-15, 1e-1)))
+    for sig, q, n, delta in cases:
+        s1 = sig / np.sqrt(n)  # one round with the same profile (n = 1, or q = 1)
+        eps = one_round_epsilon(s1, q, delta)
+        b = accountant.schedule_epsilon(sig, q, n, delta)
+        assert float(b.lower) <= eps <= float(b.upper), (sig, q, n, delta, b)
+        e = eps if eps > 0 else 1e-3
+        truth = one_round_delta(s1, q, e)
+        d = accountant.schedule_delta(sig, q, n, e)
+        assert float(d.lower) <= truth <= float(d.upper), (sig, q, n, e, d)
