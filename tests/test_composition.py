@@ -667,3 +667,12 @@ def test_random_cases_bracket_the_exact_references():
         truth = one_round_delta(s1, q, e)
         d = accountant.schedule_delta(sig, q, n, e)
         assert float(d.lower) <= truth <= float(d.upper), (sig, q, n, e, d)
+
+
+def test_lower_bound_far_below_the_estimate_gets_more_nodes():
+    """One round at σ = 0.9, q = 1e-3, δ = 1e-9: the upper bound was 5e-4 above the truth
+    but the lower bound 0 (its smoothing deficit at 4096 nodes), so the bracket could not
+    prove the tolerance. A lower bound far below the estimate now halves the smoothing."""
+    truth = one_round_epsilon(0.9, 1e-3, 1e-9)  # 0.2203502
+    b = accountant.schedule_epsilon(0.9, 1e-3, 1, 1e-9)
+    assert float(b.lower) <= truth <= float(b.upper) <= (1 + 1e-3) * float(b.lower)
