@@ -430,15 +430,17 @@ def validate_sizes(tol, points, nodes):
 def _refine(bounds, diag, valid, mu, q, n, target, tol, sizes, static):
     """Eager re-plans when the answer shows the plan's assumptions did not hold.
 
-    Three cases: an ε answer near or below the planning guess ``eps_ref`` (one or a few
-    heavy-tailed rounds: plan again from below; a δ answer outside the tolerance likewise
-    plans again once with its estimate in place of the Chernoff bound), a smoothing share
-    above the tolerance (a steep loss tail at ε: plan with less smoothing and more nodes), and, when
-    neither applies or a re-plan stopped improving the bound, an upper bound more than
-    tol/2 above the estimate (the grids' discretisation: four times the points). Each re-plan gives
-    another valid bracket; the intersection is kept. A bracket with
-    ``upper ≤ (1 + tol)·lower`` already proves the tolerance met (the truth is at least
-    ``lower``) and ends the re-plans, whatever the plan's guesses were.
+    In order: an ε answer near or below the planning guess ``eps_ref`` (one or a few
+    heavy-tailed rounds: plan again from below, and damp at the Chernoff optimum at that
+    ε); a δ answer outside the tolerance (plan again once with its estimate in place of
+    the Chernoff bound on δ); a smoothing share above the tolerance (a steep loss tail at
+    ε: less smoothing, more nodes); when none of these applies or a re-plan stopped
+    improving the bound, an upper bound more than tol/2 above the estimate (the grids'
+    discretisation: four times the points); and, with the upper bound settled, a lower
+    bound more than tol/2 below the estimate (its smoothing deficit: half the smoothing,
+    twice the nodes). Each re-plan gives another valid bracket; the intersection is kept.
+    A bracket with ``upper ≤ (1 + tol)·lower`` already proves the tolerance met (the truth
+    is at least ``lower``) and ends the re-plans, whatever the plan's guesses were.
     """
     hint, cap = jnp.nan, np.inf
     share_max = 0.5 * float(tol)
