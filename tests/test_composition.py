@@ -676,3 +676,16 @@ def test_lower_bound_far_below_the_estimate_gets_more_nodes():
     truth = one_round_epsilon(0.9, 1e-3, 1e-9)  # 0.2203502
     b = accountant.schedule_epsilon(0.9, 1e-3, 1, 1e-9)
     assert float(b.lower) <= truth <= float(b.upper) <= (1 + 1e-3) * float(b.lower)
+
+
+def test_epsilon_is_zero_when_delta_at_zero_is_certified_below_delta():
+    """One round at σ = 0.3166, q = 6.02e-5: δ(0) = 5.3e-5 (50-digit profile), so ε(3.84e-4)
+    is 0; the ε plan, tilted for a positive ε, gave [0, 0.0629]. A δ query at 0 now
+    certifies it. Just below δ(0), the answer stays positive and bracketed."""
+    sig, q = 0.3166, 6.02e-5
+    assert one_round_delta(sig, q, 0.0) <= 3.84e-4
+    b = accountant.schedule_epsilon(sig, q, 1, 3.84e-4)
+    assert float(b.lower) == float(b.estimate) == float(b.upper) == 0.0
+    truth = one_round_epsilon(sig, q, 3e-5)
+    b = accountant.schedule_epsilon(sig, q, 1, 3e-5)
+    assert float(b.lower) <= truth <= float(b.upper) <= (1 + 1e-3) * truth

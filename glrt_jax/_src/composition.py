@@ -541,6 +541,14 @@ def _query(query, *args, tol, points, nodes, **kwargs):
         npo = _query(query, *args, tol=tol, points=None, nodes=None, **(kwargs | _NPO))
         if float(npo.upper) < float(bounds.upper):
             bounds = _intersect(bounds, Bounds(np.float64(0.0), npo.upper, npo.upper))
+    if eager and query == "epsilon" and float(bounds.lower) == 0.0 and not _meets(bounds, tol):
+        # ε = 0 is the answer when δ(0) ≤ δ, which a δ query at 0 certifies directly; an
+        # ε query's plan, tilted for a positive ε, may not resolve δ there (one round at
+        # σ = 0.3166, q = 6.02e-5, δ = 3.84e-4: [0, 0.0629], while δ(0) ≤ 7.2e-5).
+        at_zero = _query_once("delta", *args[:3], 0.0, tol=tol, points=None, nodes=None, **kwargs)
+        if float(at_zero.upper) <= float(args[3]):
+            zero = jax.device_put(np.float64(0.0))
+            bounds = Bounds(zero, zero, zero)
     return bounds
 
 
