@@ -471,13 +471,14 @@ def _refine(bounds, diag, valid, mu, q, n, target, tol, sizes, static):
         # b_need comes from a variance picture that few heavy-tailed rounds at a small δ
         # break (N = 10, q = 1e-3, δ = 1e-10 needs 2048 points, not 512). Four times the
         # points.
-        gap = (float(bounds.upper) - est) / est if np.isfinite(est) and est > 0 else np.nan
+        known = np.isfinite(est) and est > 0
+        gap = (float(bounds.upper) - est) / est if known else np.nan
         more_points = not again and gap > share_max and sizes[0] < POINTS[-1]
         # The upper bound settled and the lower bound far below the estimate: its
         # smoothing deficit (and aliasing) shrink with the width τ. Half the width (twice
         # the nodes); one round at σ = 0.9, q = 1e-3, δ = 1e-9: [0, 0.22046] at 4096
         # nodes, [0.22026, 0.22046] at 8192.
-        low = (est - float(bounds.lower)) / est if np.isfinite(est) and est > 0 else np.nan
+        low = (est - float(bounds.lower)) / est if known else np.nan
         more_nodes = not (again or more_points) and low > share_max and sizes[1] < NODES[-1]
         if more_nodes:
             cap = max(min(cap, 0.5 * float(diag["tau_decide"])), tau_min)
@@ -485,9 +486,9 @@ def _refine(bounds, diag, valid, mu, q, n, target, tol, sizes, static):
             break
         hint_a, cap_a = np.float64(hint), np.float64(cap)
         p = _plan_stage(mu, q, n, target, tol, hint_a, cap_a, **static)
-        at_least = (4 * sizes[0], sizes[1]) if more_points else sizes
-        if more_nodes:
-            at_least = (sizes[0], 2 * sizes[1])
+        at_least = sizes
+        if more_points or more_nodes:  # four times the points, or twice the nodes
+            at_least = (4 * sizes[0], sizes[1]) if more_points else (sizes[0], 2 * sizes[1])
         sizes = _sizes_for(p, at_least=at_least, replan=True)
         new, diag = _staged(valid, mu, q, n, target, p, B=sizes[0], J=sizes[1], **static)
         if more_nodes:

@@ -227,10 +227,9 @@ def plan(loss, values, mu, q, n, query, target, tol, hint=jnp.nan, tau_cap=jnp.i
         # many orders of magnitude above δ (a bimodal tilted loss: small q, tiny δ), and a
         # scale within e^{_LOG_SCALE_MAX} of it is not one within reach of δ. One round at
         # σ = 1.348, q = 0.00269, δ(0.1525) = 3.21e-11: a = 17.8 left the estimate 16 % high.
-        log_hint = jnp.log(jnp.where(jnp.isfinite(hint) & (hint > 0), hint, 1.0))
-        log_delta_ref = jnp.where(
-            jnp.isfinite(hint) & (hint > 0), jnp.minimum(log_delta_ref, log_hint), log_delta_ref
-        )
+        has_hint = jnp.isfinite(hint) & (hint > 0)
+        log_hint = jnp.log(jnp.where(has_hint, hint, 1.0))
+        log_delta_ref = jnp.where(has_hint, jnp.minimum(log_delta_ref, log_hint), log_delta_ref)
     # Damping a and period W of the trapezoid rule. Aliasing from below is at most
     # e^{−aW}/(1 − e^{−aW}) and from above M(b) e^{−bε}/(e^{(b−a)W} − 1) for b > a; both
     # must stay far below tol·δ. Choose, among a no larger than the saddle point and with
