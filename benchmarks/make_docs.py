@@ -100,7 +100,18 @@ PAGES = [
         os.path.join(PAGES_DIR, "startup.md"),
         "time to the first `glrt-jax report` in a fresh process, cold and warm cache",
     ),
+    (
+        "device",
+        "device.py",
+        [],
+        os.path.join(PAGES_DIR, "device.md"),
+        "the composition engine on a GPU: one query, many phases, jit(vmap) batches, "
+        "jit(grad) and calibration (made on a GPU machine; skipped elsewhere)",
+    ),
 ]
+# Pages that describe a GPU: regenerated only where JAX's default backend is one (elsewhere
+# the page present is kept).
+GPU_PAGES = {"device"}
 
 
 # Titles for pages whose script writes a bare table (no "# " heading of its own).
@@ -121,6 +132,17 @@ def _add_heading(name, page, cmd, seconds):
     head = f"# {title}\n\n{provenance(argv=cmd[1:], seconds=seconds)}\n\n"
     with open(full, "w", encoding="utf-8") as f:
         f.write(head + text)
+
+
+def _backend():
+    """JAX's default backend in a fresh interpreter ("cpu", "gpu", ...)."""
+    out = subprocess.run(
+        [sys.executable, "-c", "import jax; print(jax.default_backend())"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    return out.stdout.strip() or "unknown"
 
 
 def _command(script, args, page):
@@ -156,8 +178,8 @@ def write_index():
             "which runs glrt-jax and its peers side by side in one process; no number here is "
             "typed by hand. Each page starts with the exact command that regenerates it, the "
             "date, the library versions and the machine. The published pages were made on a "
-            "2-core CPU shared with other work: read the ratios measured in one run, not "
-            "absolute times across pages.",
+            "2-core CPU shared with other work (the GPU page on one NVIDIA H100): read the "
+            "ratios measured in one run, not absolute times across pages.",
             "",
             "Regenerate them all (the run times are in the table; they add up to about an hour on "
             "a busy 2-core CPU) with",
@@ -198,9 +220,15 @@ def main(argv=None):
             ap.error(f"unknown page {n!r}; one of {', '.join(names)}")
     failed = []
     t_all = time.perf_counter()
+    backend = None
     for name, script, a, page, _ in PAGES:
         if (args.only and name not in args.only) or name in args.skip:
             continue
+        if name in GPU_PAGES:
+            backend = backend or _backend()
+            if backend != "gpu":
+                print(f"== {name}: needs a GPU (JAX's backend is {backend}), skipped", flush=True)
+                continue
         if not os.path.exists(os.path.join(HERE, script)):
             print(f"== {name}: benchmarks/{script} not found, skipped", flush=True)
             continue
