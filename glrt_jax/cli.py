@@ -178,8 +178,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     import jax
 
+    from glrt_jax._src.programs import quick_compile
+
     try:
-        with jax.enable_x64(True):  # the command line computes in float64
+        # The command line computes in float64, and compiles the engine's programs for
+        # latency (a process answers a few queries: see glrt_jax._src.programs).
+        with jax.enable_x64(True), quick_compile():
             status = args.func(args)
         sys.stdout.flush()  # here, where a closed pipe is handled, not at exit
         return status

@@ -176,7 +176,7 @@ def _plan_stage(mu, q, n, target, tol, hint, tau_cap, *, adversary, d, neighbour
     return _plan_program(mu, q, n, target, tol, hint, tau_cap, values, loss=loss, query=query)
 
 
-@programs.stored(static_argnames=("loss", "B", "J"))
+@programs.stored(static_argnames=("loss", "B", "J"), size=lambda B, J, **_: B + J)
 def _sums_program(mu, q, n, p, values, *, loss, B, J):
     tau = planning.smoothing_width(p, J)
     tilts = planning.bound_tilts(p)
@@ -185,7 +185,7 @@ def _sums_program(mu, q, n, p, values, *, loss, B, J):
     return carry, tau, tilts
 
 
-@programs.stored(static_argnames=("J", "query"))
+@programs.stored(static_argnames=("J", "query"), size=lambda J, **_: J)
 def _bounds_stage(carry, p, tau, tilts, n_tot, target, gam, valid, *, J, query):
     out, diag = inversion.query_bounds(carry, p, tau, tilts, n_tot, target, gam, J=J, query=query)
     return Bounds(*(jnp.where(valid, v, jnp.nan) for v in out)), diag
