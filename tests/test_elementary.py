@@ -1,0 +1,70 @@
+"""The accuracy of XLA's elementary functions that the engine's error terms assume.
+
+The certified bounds count on a few functions being accurate to a stated number of units
+in the last place (u = 2⁻⁵³): the non-uniform FFT on ``exp`` of its Gaussian kernel within
+4u relative and on its modulation ``e^{iθ}`` within 16u (:mod:`glrt_jax._src.nufft`), and
+the per-node log of each round's transform within 4u(|log| + π)
+(:func:`glrt_jax._src.transform.log_transform`). These are properties of XLA's code, not
+of this package: measured here against extended precision (80-bit long double), with
+XLA's default options and with the command line's latency options
+(``programs.QUICK_COMPILE``), each required to hold with a quarter to spare, so that an
+XLA whose functions are less accurate fails here rather than voiding the bounds silently.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from glrt_jax._src import nufft, programs, transform
+
+U = 2.0**-53
+EXTENDED = np.finfo(np.longdouble).eps < 1e-18
+pytestmark = pytest.mark.skipif(not EXTENDED, reason="needs an extended-precision long double")
+OPTIONS = {"default": None, "quick": programs.QUICK_COMPILE}
+SPARE = 0.75  # measured errors must stay below this fraction of what the bounds assume
+
+
+def _compiled(fn, options):
+    if options is not None and programs._quick_options() is None:
+        pytest.skip("this XLA does not take the latency options")
+    return jax.jit(fn, compiler_options=options)
+
+
+def _unit_disc(n, rng):
+    """Points w of the unit disc: |w| log-uniform on [1e-12, 1], more densely in
+    [0.7, 0.85] (where |w|² − 1 ≈ −0.41) and just below 1 (low frequencies)."""
+    r = np.concatenate(
+        [
+            np.exp(rng.uniform(np.log(1e-12), 0.0, n)),
+            rng.uniform(0.7, 0.85, n),
+            1.0 - np.exp(rng.uniform(np.log(1e-16), 0.0, n)),
+        ]
+    )
+    return r * np.exp(1j * rng.uniform(-np.pi, np.pi, r.size))
+
+
+@pytest.mark.parametrize("options", OPTIONS.values(), ids=OPTIONS.keys())
+def test_log_of_a_transform_within_the_bound_the_nodes_assume(options):
+    w = _unit_disc(100_000, np.random.default_rng(0))
+    got = np.asarray(_compiled(transform.log_transform, options)(w))
+    exact = np.log(w.astype(np.clongdouble))
+    err = np.abs(got.astype(np.clongdouble) - exact).astype(np.float64)
+    scale = U * (np.abs(exact).astype(np.float64) + np.pi)
+    # transform.node_terms charges 4u(|log| + π); XLA's complex log1p (and log) reach
+    # about 19u(|log| + π) at |w| ≈ 0.77 (its real log1p is about 240 ulp off near −0.41).
+    assert np.max(err / scale) <= SPARE * 4.0
+
+
+@pytest.mark.parametrize("options", OPTIONS.values(), ids=OPTIONS.keys())
+def test_exp_and_modulation_within_what_the_nufft_assumes(options):
+    rng = np.random.default_rng(1)
+    x = -rng.uniform(0.0, 60.0, 100_000)  # the kernel's arguments −a(t − δ)², ≤ 0
+    got = np.asarray(_compiled(jnp.exp, options)(x)).astype(np.longdouble)
+    exact = np.exp(x.astype(np.longdouble))
+    assert float(np.max(np.abs(got - exact) / exact)) <= SPARE * nufft._EPS_EXP
+    theta = rng.uniform(0.0, np.pi, 100_000)  # the modulation's phases π(m + δ)/σ, mod 2π
+    got = np.asarray(_compiled(lambda t: jnp.exp(1j * t), options)(theta))
+    t = theta.astype(np.longdouble)
+    err = np.abs(got.real - np.cos(t)) + np.abs(got.imag - np.sin(t))
+    assert float(np.max(err)) <= SPARE * nufft._EPS_PHI
