@@ -6,9 +6,10 @@ in the last place (u = 2⁻⁵³): the non-uniform FFT on ``exp`` of its Gaussia
 the per-node log of each round's transform within 4u(|log| + π)
 (:func:`glrt_jax._src.transform.log_transform`). These are properties of XLA's code, not
 of this package: measured here against extended precision (80-bit long double), with
-XLA's default options and with the command line's latency options
-(``programs.QUICK_COMPILE``), each required to hold with a quarter to spare, so that an
-XLA whose functions are less accurate fails here rather than voiding the bounds silently.
+XLA's default options and with those the engine's programs are compiled with
+(``programs.SMALL_PROGRAMS``, ``programs.QUICK_COMPILE``), each required to hold with a
+quarter to spare, so that an XLA whose functions are less accurate fails here rather than
+voiding the bounds silently.
 """
 
 import jax
@@ -21,13 +22,13 @@ from glrt_jax._src import nufft, programs, transform
 U = 2.0**-53
 EXTENDED = np.finfo(np.longdouble).eps < 1e-18
 pytestmark = pytest.mark.skipif(not EXTENDED, reason="needs an extended-precision long double")
-OPTIONS = {"default": None, "quick": programs.QUICK_COMPILE}
+OPTIONS = {"default": None, "small": programs.SMALL_PROGRAMS, "quick": programs.QUICK_COMPILE}
 SPARE = 0.75  # measured errors must stay below this fraction of what the bounds assume
 
 
 def _compiled(fn, options):
-    if options is not None and programs._quick_options() is None:
-        pytest.skip("this XLA does not take the latency options")
+    if options is not None and programs._checked(tuple(sorted(options.items()))) is None:
+        pytest.skip("this backend does not take these options")
     return jax.jit(fn, compiler_options=options)
 
 

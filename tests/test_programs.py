@@ -1,6 +1,7 @@
 """The store of exported engine programs (glrt_jax.enable_cache): a later process loads
 them instead of tracing, and gets the same answers."""
 
+import contextlib
 import math
 
 import jax
@@ -93,35 +94,49 @@ def test_enable_cache_honours_the_environment(monkeypatch, tmp_path):
         programs.set_store(None)
 
 
-def test_quick_compile_answers_the_same(store):
-    """The command line's latency options (no fusion emitters, no LLVM optimisation) change
-    the machine code, not the operations: the same bounds to rounding (ε to about 2e-13 relative,
-    δ ≈ 2e-6 to 1.4e-11: sums in another order), ε and δ queries, NPO and GLRT."""
+def test_compiler_options_give_the_same_answers(store):
+    """The options for small programs (no fusion emitters) and the command line's (also no
+    LLVM optimisation) change the machine code, not the operations: the same bounds as
+    XLA's defaults to rounding (ε to about 2e-13 relative, δ ≈ 2e-6 to 1.4e-11: sums in
+    another order), ε and δ queries, NPO and GLRT."""
     sizes = dict(points=512, nodes=4096)
     queries = [
         lambda adv: accountant.schedule_epsilon(1.0, 0.01, 100, 1e-5, adversary=adv, **sizes),
         lambda adv: accountant.schedule_delta(1.0, 0.01, 100, 0.5, adversary=adv, **sizes),
     ]
-    default = [np.asarray(q(adv)) for q in queries for adv in ("npo", "glrt")]
-    programs.forget()
-    with programs.quick_compile():
-        quick = [np.asarray(q(adv)) for q in queries for adv in ("npo", "glrt")]
-    if programs._quick_options() is not None:  # this XLA has the options: they were used
-        assert {opts for _, opts in _loaded_keys()} == {programs._quick_options()}
-    for a, b in zip(quick, default, strict=True):
-        assert np.all(np.isfinite(a))
-        np.testing.assert_allclose(a, b, rtol=1e-9)
+
+    def answers():
+        programs.forget()
+        return [np.asarray(q(adv)) for q in queries for adv in ("npo", "glrt")]
+
+    with programs.xla_defaults():
+        reference = answers()
+    assert {opts for _, opts in _loaded_keys()} == {None}
+    for context, options in (
+        (programs.quick_compile, programs.QUICK_COMPILE),
+        (contextlib.nullcontext, programs.SMALL_PROGRAMS),
+    ):
+        with context():
+            got = answers()
+        used = programs._checked(tuple(sorted(options.items())))
+        assert {opts for _, opts in _loaded_keys()} == {used}
+        for a, b in zip(got, reference, strict=True):
+            assert np.all(np.isfinite(a))
+            np.testing.assert_allclose(a, b, rtol=1e-9)
 
 
 def _loaded_keys():
     return [key for fn in programs._ALL for key in fn._loaded]
 
 
-def test_quick_compile_only_inside_its_context_and_for_small_programs():
-    small, large = [np.zeros(100)], [np.zeros(programs._QUICK_MAX_ELEMENTS + 1)]
-    assert programs._options_for(small, 0) is None
+def test_compiler_options_by_program_size_and_context():
+    small = programs._checked(tuple(sorted(programs.SMALL_PROGRAMS.items())))
+    quick = programs._checked(tuple(sorted(programs.QUICK_COMPILE.items())))
+    assert programs._options_for(100) == small
+    assert programs._options_for(programs._SMALL_MAX + 1) is None
     with programs.quick_compile():
-        assert programs._options_for(large, 0) is None
-        assert programs._options_for(small, programs._QUICK_MAX_ELEMENTS) is None
-        assert programs._options_for(small, 0) == programs._quick_options()
-    assert programs._options_for(small, 0) is None
+        assert programs._options_for(100) == quick
+        assert programs._options_for(programs._SMALL_MAX + 1) is None
+        with programs.xla_defaults():
+            assert programs._options_for(100) is None
+    assert programs._options_for(100) == small

@@ -163,7 +163,10 @@ def _sanitize(mu, q, n, target, tol, query):
     return valid, mu, q, n, target
 
 
-@programs.stored(static_argnames=("loss", "query"))
+# Each program's size for the choice of compiler options (programs.stored): about the
+# numbers it computes per step (the plan: 512 planning points per phase; the phase sums:
+# grid points and nodes per phase; the bounds: nodes).
+@programs.stored(static_argnames=("loss", "query"), size=lambda mu, *_, **__: 512 * mu.shape[0])
 def _plan_program(mu, q, n, target, tol, hint, tau_cap, values, *, loss, query):
     p = planning.plan(loss, values, mu, q, n, query, target, tol, hint, tau_cap)
     return jax.tree_util.tree_map(jax.lax.stop_gradient, p)
@@ -176,7 +179,9 @@ def _plan_stage(mu, q, n, target, tol, hint, tau_cap, *, adversary, d, neighbour
     return _plan_program(mu, q, n, target, tol, hint, tau_cap, values, loss=loss, query=query)
 
 
-@programs.stored(static_argnames=("loss", "B", "J"), size=lambda B, J, **_: B + J)
+@programs.stored(
+    static_argnames=("loss", "B", "J"), size=lambda mu, *_, B, J, **__: mu.shape[0] * (B + J)
+)
 def _sums_program(mu, q, n, p, values, *, loss, B, J):
     tau = planning.smoothing_width(p, J)
     tilts = planning.bound_tilts(p)
@@ -185,7 +190,7 @@ def _sums_program(mu, q, n, p, values, *, loss, B, J):
     return carry, tau, tilts
 
 
-@programs.stored(static_argnames=("J", "query"), size=lambda J, **_: J)
+@programs.stored(static_argnames=("J", "query"), size=lambda *_, J, **__: J)
 def _bounds_stage(carry, p, tau, tilts, n_tot, target, gam, valid, *, J, query):
     out, diag = inversion.query_bounds(carry, p, tau, tilts, n_tot, target, gam, J=J, query=query)
     return Bounds(*(jnp.where(valid, v, jnp.nan) for v in out)), diag

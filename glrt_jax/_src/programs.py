@@ -17,16 +17,19 @@ program: the function, its static arguments, the arguments' tree, shapes and dty
 the backend, the jax version and a digest of this package's source files, so an edit
 or an upgrade never reads a stale program. A file that cannot be read is exported again.
 
-Inside :func:`quick_compile` (the command line's commands run there), eager calls with
-small inputs are compiled for latency on the CPU: XLA's MLIR fusion emitters off and no
-LLVM optimisation (:data:`QUICK_COMPILE`). A process that answers a few queries and
-exits spends most of its time compiling, and these options compile the engine's three
-programs 3–4× faster (one-phase query: 4.4 s → 1.2 s on a 2-core CPU; GLRT with d = 10:
-8.2 s → 3.0 s), while a run takes 22–62 ms instead of 6–16 ms. The options change the
-machine code, not the operations: the answers agree to rounding (ε to about 2e-13
-relative; the tests compare them), each certified by its own error terms.
-Programs with large inputs (many phases, many nodes), whose run time is what counts,
-keep the default options.
+Compiler options. On the CPU, eager calls of *small* programs (few phases, the usual grid
+and node counts: their run takes milliseconds, their compilation seconds) are compiled
+without XLA's MLIR fusion emitters (:data:`SMALL_PROGRAMS`): the engine's three programs
+compile about 35 % faster (one-phase query 4.4 → 2.9 s on a 2-core CPU; GLRT with
+d = 10 8.2 → 6.5 s; a first ``schedule_epsilon`` in a fresh process 4.9–5.4 → 3.4–3.9 s)
+and run about 1 ms slower (a warm one-phase query 5.2 → 5.9–6.4 ms).
+Inside :func:`quick_compile` (the command line's commands run there: a process that
+answers a few queries and exits) LLVM's optimisation is off as well
+(:data:`QUICK_COMPILE`): 3–4× faster compilation (1.2 s; d = 10: 3.0 s), while a run
+takes 22–62 ms instead of 6–16 ms. Large programs (many phases, many nodes), whose run
+is what costs, keep XLA's defaults. The options change the machine code, not the
+operations: the answers agree to rounding (ε to about 2e-13 relative; the tests compare
+them), each certified by its own error terms.
 """
 
 from __future__ import annotations
@@ -49,14 +52,16 @@ _STORE: Path | None = None
 _SERIALIZABLE: set[type] = set()
 _ALL: list[_Stored] = []
 
-# XLA's options for latency (see the module's docstring), applied inside quick_compile()
-# to programs whose size (the numbers in their inputs, plus what the program's ``size``
-# says its static arguments add, e.g. its grid points and nodes) is at most
-# _QUICK_MAX_ELEMENTS: a query of up to about 64 phases at the usual sizes; not the
-# re-plans of 2¹⁸ nodes, whose run, not their compilation, is what costs.
-QUICK_COMPILE = {"xla_cpu_use_fusion_emitters": False, "xla_backend_optimization_level": 0}
-_QUICK_MAX_ELEMENTS = 1 << 16
+# XLA's options for small programs on the CPU, and for the command line's (see the module's
+# docstring). A program is small when its size (what its ``size`` function says, from its
+# arguments and static arguments: about the numbers it computes per step, e.g. phases ×
+# (grid points + nodes); else the numbers in its inputs) is at most _SMALL_MAX: the usual
+# queries of up to about 16 phases; not K = 1000 phases nor the re-plans of 2¹⁸ nodes.
+SMALL_PROGRAMS = {"xla_cpu_use_fusion_emitters": False}
+QUICK_COMPILE = SMALL_PROGRAMS | {"xla_backend_optimization_level": 0}
+_SMALL_MAX = 1 << 17
 _QUICK = contextvars.ContextVar("glrt_jax_quick_compile", default=False)
+_DEFAULTS = contextvars.ContextVar("glrt_jax_xla_defaults", default=False)
 
 
 def set_store(folder: str | os.PathLike | None) -> None:
@@ -107,39 +112,46 @@ def enable_cache(folder: str | os.PathLike | None = None) -> Path | None:
 
 
 @contextlib.contextmanager
-def quick_compile():
-    """Within this context, compile the stored programs' eager calls for latency.
-
-    Only on the CPU, only for programs with small inputs, and only where this XLA knows
-    the options (:data:`QUICK_COMPILE`); elsewhere the default options. The compiled
-    programs are kept apart from those compiled with the defaults (in memory and in
-    JAX's persistent cache, whose key includes the options).
-    """
-    token = _QUICK.set(True)
+def _setting(var: contextvars.ContextVar):
+    token = var.set(True)
     try:
         yield
     finally:
-        _QUICK.reset(token)
+        var.reset(token)
+
+
+def quick_compile():
+    """Context: compile the stored programs' small eager calls for latency.
+
+    :data:`QUICK_COMPILE` instead of :data:`SMALL_PROGRAMS`; only on the CPU and where this
+    XLA knows the options. The programs are kept apart from those compiled otherwise (in
+    memory, and in JAX's persistent cache, whose key includes the options).
+    """
+    return _setting(_QUICK)
+
+
+def xla_defaults():
+    """Context: compile every eager call with XLA's default options (for comparisons)."""
+    return _setting(_DEFAULTS)
 
 
 @functools.cache
-def _quick_options() -> tuple | None:
-    """:data:`QUICK_COMPILE` as a hashable tuple where this backend takes it, else None."""
+def _checked(options: tuple) -> tuple | None:
+    """``options`` where this backend takes them, else None (XLA's defaults)."""
     if jax.default_backend() != "cpu":
         return None
     try:
-        jax.jit(lambda x: x + 1.0, compiler_options=QUICK_COMPILE).lower(1.0).compile()
+        jax.jit(lambda x: x + 1.0, compiler_options=dict(options)).lower(1.0).compile()
     except Exception:  # an XLA without these options: compile with its defaults
         return None
-    return tuple(sorted(QUICK_COMPILE.items()))
+    return options
 
 
-def _options_for(leaves, extra: int) -> tuple | None:
-    """Compiler options for an eager call with these argument leaves (None: defaults);
-    ``extra``: the size its static arguments add."""
-    if not _QUICK.get() or sum(int(np.size(x)) for x in leaves) + extra > _QUICK_MAX_ELEMENTS:
+def _options_for(size: int) -> tuple | None:
+    """Compiler options (a sorted tuple; None: XLA's defaults) for a program of ``size``."""
+    if _DEFAULTS.get() or size > _SMALL_MAX:
         return None
-    return _quick_options()
+    return _checked(tuple(sorted((QUICK_COMPILE if _QUICK.get() else SMALL_PROGRAMS).items())))
 
 
 def forget() -> None:
@@ -195,7 +207,11 @@ class _Stored:
         leaves, tree = jax.tree_util.tree_flatten(args)
         if jax.config.jax_disable_jit or any(isinstance(x, jax.core.Tracer) for x in leaves):
             return self._jitted(*args, **static)
-        options = _options_for(leaves, self._size(**static) if self._size else 0)
+        if self._size is not None:
+            size = self._size(*args, **static)
+        else:
+            size = sum(int(np.size(x)) for x in leaves)
+        options = _options_for(size)
         if _STORE is None:
             return self._with_options(options)(*args, **static)
         key = (
@@ -251,7 +267,7 @@ def stored(
 ) -> Callable[[Callable], _Stored]:
     """Decorator: ``jax.jit(fn, static_argnames=...)`` whose eager calls use the store.
 
-    ``size(**static)``: how many numbers the static arguments add to the program's work
-    beyond its inputs (e.g. grid points and nodes), for :func:`quick_compile`'s choice.
+    ``size(*args, **static)``: the program's size for the choice of compiler options
+    (about the numbers it computes per step); default: the numbers in its inputs.
     """
     return lambda fn: _Stored(fn, tuple(static_argnames), size)
