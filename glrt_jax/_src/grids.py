@@ -66,24 +66,35 @@ def direction_flags(directions):
 def bins(adversary, d, is_add, mu, q, x):
     """P- and Q-masses of the bins between consecutive points, and the outside P-mass.
 
-    ``is_add``: a boolean scalar (traced is fine) for the add/remove pairs, ``None`` for
-    the replace pair.
+    ``x``: the points, shape ``(..., B + 1)`` (a row per direction, say); ``is_add``: a
+    boolean per row (shape ``x.shape[:-1]``, traced is fine) for the add/remove pairs,
+    ``None`` for the replace pair. Every row's tails come from one call of the tails (one
+    copy of them in the compiled program, traced once, not once per vmapped direction).
     """
-    is_add = None if is_add is None else jnp.broadcast_to(is_add, x.shape)
-    sp, fp, sq, fq = losses.segment_tails(adversary, d, mu, q, x, is_add)
+
+    def flat(v):
+        return v.reshape(-1)
+
+    def flags(shape):  # each row's flag at each of its points
+        if is_add is None:
+            return None
+        return flat(jnp.broadcast_to(jnp.asarray(is_add)[..., None], shape))
+
+    tails = losses.segment_tails(adversary, d, mu, q, flat(x), flags(x.shape))
+    sp, fp, sq, fq = (t.reshape(x.shape) for t in tails)
     # Differences of the smaller tail (full relative accuracy).
-    pi = jnp.where(sp[:-1] < 0.5, sp[:-1] - sp[1:], fp[1:] - fp[:-1])
-    kappa = jnp.where(sq[:-1] < 0.5, sq[:-1] - sq[1:], fq[1:] - fq[:-1])
-    outside = fp[0] + sp[-1]
+    pi = jnp.where(sp[..., :-1] < 0.5, sp[..., :-1] - sp[..., 1:], fp[..., 1:] - fp[..., :-1])
+    kappa = jnp.where(sq[..., :-1] < 0.5, sq[..., :-1] - sq[..., 1:], fq[..., 1:] - fq[..., :-1])
+    outside = fp[..., 0] + sp[..., -1]
     if adversary == "glrt":
         # The non-central χ² tails give the cdf as the complement of the log-sf (absolute
         # error ~1e-16); the Chernoff bounds of the planner bound the mass beyond the
         # ends as well, and far below that (N rounds would otherwise leave N·1e-16 of
         # failure mass in δ, e.g. an upper bound of 2e-15 on a δ of 1e-36).
-        ends = jnp.stack([x[0], x[-1]])
-        flag = None if is_add is None else is_add[:2]
-        b_sp, b_fp = losses.probe_tails(adversary, d, mu, q, ends, flag)
-        outside = jnp.minimum(fp[0], b_fp[0]) + jnp.minimum(sp[-1], b_sp[1])
+        ends = jnp.stack([x[..., 0], x[..., -1]], axis=-1)
+        b_sp, b_fp = losses.probe_tails(adversary, d, mu, q, flat(ends), flags(ends.shape))
+        b_sp, b_fp = b_sp.reshape(ends.shape), b_fp.reshape(ends.shape)
+        outside = jnp.minimum(fp[..., 0], b_fp[..., 0]) + jnp.minimum(sp[..., -1], b_sp[..., 1])
     return jnp.maximum(pi, 0.0), jnp.maximum(kappa, 0.0), outside
 
 

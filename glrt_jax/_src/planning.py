@@ -103,12 +103,10 @@ def _phase_support(loss, value, directions, mu, q, log_m, thin):
     lo, hi = losses.probe_ranges(loss, value, directions, mu, q, jnp.exp(log_m), bound)
     is_add = grids.direction_flags(directions)
 
-    def one(lo_i, hi_i, add_i):
-        x = grids.planning_points(lo_i, hi_i, thin)
-        pi, kappa, _ = grids.bins(loss, value, add_i, mu, q, x)
-        return x, grids.split(pi, kappa, x)[0]
-
-    xs, ps = jax.vmap(one, in_axes=(0, 0, None if is_add is None else 0))(lo, hi, is_add)
+    # Every direction's tails in one call (see grids.bins), the rest per direction.
+    xs = jax.vmap(lambda lo_i, hi_i: grids.planning_points(lo_i, hi_i, thin))(lo, hi)
+    pi, kappa, _ = grids.bins(loss, value, is_add, mu, q, xs)
+    ps = jax.vmap(lambda p, k, x: grids.split(p, k, x)[0])(pi, kappa, xs)
     return lo, hi, xs, ps
 
 

@@ -100,13 +100,10 @@ def phase_sums(mu, q, n, p, values, a, dw, tilts, *, loss, B, J):
       of the mass inside the grids, ``dv`` the split's added tilted variance.
     """
     is_add = grids.direction_flags(losses.loss_directions(loss))
-    add_axis = None if is_add is None else 0
     value = losses.phase_value(loss, values)
 
-    def one_direction(m, r, dk, xp, pp, a_i, dw_i, b_i, add_i):
-        """One phase's terms in one direction (per round)."""
-        x = lax.stop_gradient(grids.companded_grid(xp, pp, a_i, B))
-        pi, kappa, outside = grids.bins(loss, value(dk), add_i, m, r, x)
+    def one_direction(x, pi, kappa, outside, a_i, dw_i, b_i):
+        """One phase's terms in one direction (per round), from its grid and bin masses."""
         p_up, up = grids.split(pi, kappa, x)
         x_lo, p_lo = grids.merge(pi, kappa, x)
         x_lo = lax.stop_gradient(x_lo)
@@ -130,12 +127,14 @@ def phase_sums(mu, q, n, p, values, a, dw, tilts, *, loss, B, J):
         keep = jnp.log1p(-jnp.minimum(outside, 1.0))
         return sides[0], sides[1], (keep, dv)
 
-    per_direction = jax.vmap(one_direction, in_axes=(None, None, None, 0, 0, 0, 0, 0, add_axis))
-
     def contribution(args):
         """One phase's terms, already multiplied by its count (zero for padding)."""
         m, r, k, dk, xp, pp = args
-        terms = per_direction(m, r, dk, xp, pp, a, dw, tilts, is_add)
+        grid = jax.vmap(lambda xp_i, pp_i, a_i: grids.companded_grid(xp_i, pp_i, a_i, B))
+        x = lax.stop_gradient(grid(xp, pp, a))
+        # Every direction's bin masses in one call of the tails (see grids.bins).
+        pi, kappa, outside = grids.bins(loss, value(dk), is_add, m, r, x)
+        terms = jax.vmap(one_direction)(x, pi, kappa, outside, a, dw, tilts)
         kf = k.astype(jnp.float64)
         return jax.tree_util.tree_map(lambda v: jnp.where(k > 0, kf * v, 0.0 * v), terms)
 
