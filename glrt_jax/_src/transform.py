@@ -95,7 +95,7 @@ def phase_sums(mu, q, n, p, values, a, dw, tilts, *, loss, B, J):
 
     Returns:
       ``(upper_side, lower_side, (keep, dv))``, leaves with a leading direction axis:
-      each side is ``(log1p terms, their log upper bounds, relative rounding, tilted
+      each side is ``(log terms, their log upper bounds, relative rounding, tilted
       mean, log M(a), log MGFs at the tilts)`` summed over rounds; ``keep`` is the log
       of the mass inside the grids, ``dv`` the split's added tilted variance.
     """
@@ -169,7 +169,7 @@ def _zero_terms(n_dir, J, n_tilts):
     def zeros(*shape, dtype=jnp.float64):
         return jnp.zeros((n_dir, *shape), dtype)
 
-    def side():  # log1p terms, their log upper bounds, rounding, tilted mean, log M(a), MGFs
+    def side():  # log terms, their log upper bounds, rounding, tilted mean, log M(a), MGFs
         l1p = zeros(J, dtype=jnp.complex128)
         return (l1p, zeros(J), zeros(J), zeros(), zeros(), zeros(n_tilts))
 
