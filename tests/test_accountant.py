@@ -7,10 +7,12 @@ the reference numbers of docs/design.md §3.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import sys
 
+import numpy as np
 import pytest
 from scipy import optimize, stats
 
@@ -64,7 +66,12 @@ def test_dp_events_and_phases_agree_and_match_design():
     assert a.phases == (accountant.Phase(6.0, 0.2, 100),)
     b = accountant.Accountant(d=1).compose(accountant.Phase(6.0, 0.2, steps=100))
     ra, rb = a.epsilon(DELTA), b.epsilon(DELTA)
-    assert ra == rb
+    # The same query, so the same report: bit for bit on a CPU. On a GPU the spreading's
+    # scatter-adds sum in an order that varies between calls (4e-16 relative seen on an H200).
+    assert dataclasses.replace(ra, npo=None, glrt=None) == dataclasses.replace(
+        rb, npo=None, glrt=None
+    )
+    np.testing.assert_allclose([*ra.npo, *ra.glrt], [*rb.npo, *rb.glrt], rtol=1e-12, atol=0)
     # docs/design.md §2 (the package's data file): NPO ε ≈ 1.312, GLRT (d = 1, per round)
     # ε ≈ 0.143, to three decimals.
     ref_npo, ref_glrt = (float(SUBSAMPLING_REF[k]) for k in ("npo", "glrt"))

@@ -610,7 +610,11 @@ def test_glrt_upper_bound_never_above_npo():
     glrt = accountant.schedule_epsilon(*args, adversary="glrt")
     _, pessimistic = _dp_epsilon_bracket(*args)  # NPO's truth is below the peer's upper end
     assert float(glrt.lower) <= float(glrt.estimate) <= float(glrt.upper)
-    assert float(glrt.upper) <= float(npo.upper) <= 1.05 * pessimistic
+    # GLRT's cap is NPO's upper bound from its own call. Bit for bit the same as ``npo`` on
+    # a CPU; on a GPU the scatter-adds' order varies between calls, and in this regime
+    # (δ = 1.5e-12) two calls' NPO bounds differed by up to 1.4e-6 relative (an H200).
+    assert float(glrt.upper) <= float(npo.upper) * (1 + 1e-5)
+    assert float(npo.upper) <= 1.05 * pessimistic
 
 
 @pytest.mark.parametrize(
