@@ -15,8 +15,11 @@ process; the breakdown comes from inside it and from JAX's compile log
 * ``trace``: tracing the jitted programs to jaxprs;
 * ``lower``: jaxpr to MLIR (StableHLO);
 * ``compile``: XLA compilation, or, warm, loading the executable from the cache;
-* ``rest``: everything else (interpreter start-up, backend start, argument parsing,
-  execution, eager dispatch, printing).
+* ``rest``: the wall time left (interpreter start-up, backend start, argument parsing,
+  execution, eager dispatch, printing). The three columns before it add up every
+  program's time, in whichever thread: on a first call the engine traces some programs
+  while others compile (``glrt_jax._src.programs.ahead``), so they can add up to more than
+  the wall time, and ``rest`` is then negative.
 
 ``CPU`` is the process's user + system time (XLA compiles on several threads; on a
 busy machine it is the steadier figure).

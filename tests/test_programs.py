@@ -11,7 +11,7 @@ from closed_forms import gaussian_epsilon
 from jax import export
 
 from glrt_jax import accountant
-from glrt_jax._src import programs
+from glrt_jax._src import composition, programs
 
 
 @pytest.fixture
@@ -140,3 +140,70 @@ def test_compiler_options_by_program_size_and_context():
         with programs.xla_defaults():
             assert programs._options_for(100) is None
     assert programs._options_for(100) == small
+
+
+def _dp_sgd():
+    # Sizes chosen by the engine: the first pass's phase sums and bounds are prepared ahead.
+    return accountant.schedule_epsilon(1.1, 0.01, 1000, 1e-5)
+
+
+@pytest.mark.parametrize("with_store", [True, False], ids=["store", "no-store"])
+def test_first_pass_is_prepared_in_the_background(with_store, tmp_path, monkeypatch):
+    """A query's first eager call traces its phase sums and bounds in the background while
+    the plan compiles (programs.ahead), each program once, compiled with the caller's
+    options, and answers as the calls would alone, bit for bit."""
+    programs.forget()
+    programs.set_store(tmp_path if with_store else None)
+    monkeypatch.setattr(composition, "_prepare_first_pass", lambda *a, **k: None)
+    try:
+        with programs.quick_compile():
+            alone = np.asarray(_dp_sgd())
+        monkeypatch.undo()
+        programs.forget()
+        prepared = []
+        original = programs._Stored._prepare
+
+        def recording(self, key, options, args, static, ahead):
+            prepared.append((self._name.rsplit(".", 1)[-1], ahead, options))
+            return original(self, key, options, args, static, ahead)
+
+        monkeypatch.setattr(programs._Stored, "_prepare", recording)
+        with programs.quick_compile():
+            got = np.asarray(_dp_sgd())
+    finally:
+        programs.set_store(None)
+    quick = programs._checked(tuple(sorted(programs.QUICK_COMPILE.items())))
+    assert sorted(prepared) == [
+        ("_bounds_stage", True, quick),
+        ("_plan_program", True, quick),
+        ("_sums_program", True, quick),
+    ]
+    assert all(
+        isinstance(fut.result()[0], programs._Compiling)
+        for fn in programs._ALL
+        for fut in fn._loaded.values()
+    )
+    np.testing.assert_array_equal(got, alone)
+    programs.forget()
+
+
+def test_failed_preparations_are_left_to_the_calls(monkeypatch):
+    """An error while preparing ahead stays in the background: the eager calls prepare their
+    programs themselves and answer."""
+    failed = programs.ahead(lambda: 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        failed.result()
+    programs.forget()
+    original = programs._Stored._prepare
+
+    def failing_ahead(self, key, options, args, static, ahead):
+        if ahead:
+            raise RuntimeError("no preparation")
+        return original(self, key, options, args, static, ahead)
+
+    monkeypatch.setattr(programs._Stored, "_prepare", failing_ahead)
+    b = _dp_sgd()
+    monkeypatch.undo()
+    programs.forget()
+    np.testing.assert_array_equal(np.asarray(b), np.asarray(_dp_sgd()))
+    programs.forget()

@@ -287,16 +287,22 @@ def _sizes_for(p, at_least=(0, 0), replan=False):
     the work).
     """
     b_need, j_need = float(np.max(np.asarray(p.b_need))), float(np.max(np.asarray(p.j_need)))
-    fine = replan or p.xp.shape[0] >= FINE_SIZES_FROM
+    return _sizes_for_needs(p.xp.shape[0], b_need, j_need, at_least, replan)
+
+
+def _sizes_for_needs(k, b_need, j_need, at_least=(0, 0), replan=False):
+    """:func:`_sizes_for` for ``k`` (padded) phases needing ``b_need`` points and
+    ``j_need`` nodes."""
+    fine = replan or k >= FINE_SIZES_FROM
     points = POINTS if fine else _ladder(POINTS, COARSE_FLOOR[0])
     nodes = NODES if fine else _ladder(NODES, COARSE_FLOOR[1])
-    if p.xp.shape[0] <= FEW_PHASES:
+    if k <= FEW_PHASES:
         b_need = FEW_PHASES_MARGIN * b_need
     else:
         nodes = tuple(j for j in nodes if j <= MANY_PHASES_MAX_NODES)
     b_need, j_need = max(1.1 * b_need, at_least[0]), max(1.1 * j_need, at_least[1])
     j = next((s for s in nodes if s >= j_need), nodes[-1])
-    if p.xp.shape[0] <= FEW_PHASES:
+    if k <= FEW_PHASES:
         b_need = max(b_need, j / FEW_PHASES_NODES_PER_POINT)
     b = next((s for s in points if s >= b_need), points[-1])
     return b, j
@@ -617,8 +623,10 @@ def _query_once(
     static = dict(adversary=adversary, d=d, neighbouring=neighbouring, query=query)
     valid, mu, q, n, target = _sanitize(mu, q, n, target, tol_a, query)
     nan, inf = np.float64(np.nan), np.float64(np.inf)
-    p = _plan_stage(mu, q, n, target, tol_a, nan, inf, **static)
     auto = points is None and nodes is None
+    if auto and not traced:
+        _prepare_first_pass(valid, mu, q, n, target, tol_a, static)
+    p = _plan_stage(mu, q, n, target, tol_a, nan, inf, **static)
     if points is None or nodes is None:
         b, j = JIT_SIZES if traced else _sizes_for(p)
         points = b if points is None else points
@@ -627,6 +635,31 @@ def _query_once(
     if auto and not traced:
         bounds = _refine(bounds, diag, valid, mu, q, n, target, tol_a, (points, nodes), static)
     return bounds
+
+
+def _prepare_first_pass(valid, mu, q, n, target, tol, static):
+    """On a query's first eager call, trace its phase sums and bounds programs in the
+    background while the plan compiles (:func:`programs.preparing`,
+    :func:`programs.ahead`): a one-phase query's first call spends about as long tracing
+    the three programs as compiling them. Their sizes come from the plan's outputs; the
+    guess is the smallest, which a query of a few phases at the default tolerance mostly
+    uses."""
+    if mu.shape[0] >= FINE_SIZES_FROM:
+        return
+    nan, inf = np.float64(np.nan), np.float64(np.inf)
+    args = (mu, q, n, target, tol, nan, inf)
+    loss, values = losses.program_key(
+        static["adversary"], static["d"], static["neighbouring"], mu.shape[0]
+    )
+    if _plan_program.loaded(*args, values, loss=loss, query=static["query"]):
+        return
+    b, j = _sizes_for_needs(mu.shape[0], 0.0, 0.0)
+    try:
+        with programs.preparing():
+            p = _plan_stage(*args, **static)
+    except Exception:  # the eager call prepares it (and raises what is wrong)
+        return
+    programs.ahead(lambda: _staged(valid, mu, q, n, target, p, B=b, J=j, **static))
 
 
 def schedule_epsilon(
