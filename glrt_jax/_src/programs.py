@@ -256,9 +256,12 @@ def _warn_once(message: str) -> None:
     warnings.warn(message, RuntimeWarning, stacklevel=3)
 
 
-def _describe(leaf) -> str:
-    aval = jax.typeof(leaf)
-    return f"{aval.dtype}{list(aval.shape)}{'w' if getattr(aval, 'weak_type', False) else ''}"
+def _describe(leaf) -> tuple:
+    """(dtype, shape, weak type) of an argument, as the program sees it."""
+    if isinstance(leaf, np.ndarray | np.generic):  # (jax.typeof is slower on these)
+        return jax.dtypes.canonicalize_dtype(leaf.dtype), leaf.shape, False
+    aval = jax.typeof(leaf)  # jax arrays, jax.ShapeDtypeStruct, Python scalars
+    return aval.dtype, aval.shape, getattr(aval, "weak_type", False)
 
 
 class _Stored:
