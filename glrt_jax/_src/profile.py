@@ -44,7 +44,7 @@ from jax import lax
 from jax.custom_derivatives import SymbolicZero
 from jax.scipy.special import log_ndtr, ndtri
 
-from glrt_jax._src import ncx2, solvers
+from glrt_jax._src import ncx2, programs, solvers
 from glrt_jax._src.llr import threshold, threshold_df1
 from glrt_jax._src.numerics import log1mexp, log_poisson
 from glrt_jax._src.shapes import bucketed
@@ -356,14 +356,38 @@ def _glrt1_epsilon_kernel(log_delta, mu):
     return _solve_epsilon(_glrt1_residual, (log_delta, mu))
 
 
-# The eager programs. ε takes δ itself (its log is taken inside the program: no separate
-# dispatch). The d = 1 programs carry d only for its shape and dtype.
-_jit_npo_log_delta = jax.jit(npo_log_delta_kernel)
-_jit_glrt_log_delta = jax.jit(lambda e, m, d: glrt_log_delta_kernel(e, m * m, d))
-_jit_glrt1_log_delta = jax.jit(lambda e, m, d: _glrt1_log_delta_kernel(e, m * m))
-_jit_npo_eps = jax.jit(lambda p, m: npo_epsilon_kernel(jnp.log(p), m))
-_jit_glrt_eps = jax.jit(lambda p, m, d: glrt_epsilon_kernel(jnp.log(p), m, d))
-_jit_glrt1_eps = jax.jit(lambda p, m, d: _glrt1_epsilon_kernel(jnp.log(p), m))
+# The eager programs (stored programs: see glrt_jax._src.programs; the command line
+# compiles them for latency, and a later process loads them without tracing). ε takes δ
+# itself (its log is taken inside the program: no separate dispatch). The d = 1 programs
+# carry d only for its shape and dtype.
+@programs.stored()
+def _jit_npo_log_delta(e, m):
+    return npo_log_delta_kernel(e, m)
+
+
+@programs.stored()
+def _jit_glrt_log_delta(e, m, d):
+    return glrt_log_delta_kernel(e, m * m, d)
+
+
+@programs.stored()
+def _jit_glrt1_log_delta(e, m, d):
+    return _glrt1_log_delta_kernel(e, m * m)
+
+
+@programs.stored()
+def _jit_npo_eps(p, m):
+    return npo_epsilon_kernel(jnp.log(p), m)
+
+
+@programs.stored()
+def _jit_glrt_eps(p, m, d):
+    return glrt_epsilon_kernel(jnp.log(p), m, d)
+
+
+@programs.stored()
+def _jit_glrt1_eps(p, m, d):
+    return _glrt1_epsilon_kernel(jnp.log(p), m)
 
 
 def _check_mu_d(mu, d=None):

@@ -170,6 +170,19 @@ def _options_for(size: int) -> tuple | None:
     return _checked(tuple(sorted((QUICK_COMPILE if _QUICK.get() else SMALL_PROGRAMS).items())))
 
 
+def _in_context(fn: Callable[[], object]) -> Callable[[], object]:
+    """``fn`` to run in another thread as in this one: in a copy of this context
+    (:func:`quick_compile`, :func:`xla_defaults`, :func:`preparing`) and with this
+    thread's x64 setting."""
+    context, x64 = contextvars.copy_context(), bool(jax.config.jax_enable_x64)
+
+    def run():
+        with jax.enable_x64(x64):
+            return fn()
+
+    return functools.partial(context.run, run)
+
+
 def _compiler() -> concurrent.futures.ThreadPoolExecutor:
     """Threads that compile the programs :func:`ahead` prepares (XLA releases Python's
     lock while it compiles, and a small program compiles on about one core)."""
@@ -193,6 +206,14 @@ def preparing():
     return _setting(_AHEAD)
 
 
+def _worker() -> concurrent.futures.ThreadPoolExecutor:
+    global _WORKER
+    with _LOCK:
+        if _WORKER is None:
+            _WORKER = concurrent.futures.ThreadPoolExecutor(1, "glrt-jax-ahead")
+        return _WORKER
+
+
 def ahead(fn: Callable[[], object]) -> concurrent.futures.Future:
     """Run ``fn`` in a background thread, in :func:`preparing`.
 
@@ -208,19 +229,13 @@ def ahead(fn: Callable[[], object]) -> concurrent.futures.Future:
     plan's outputs decide their sizes, guessed as the smallest, which most queries of a
     few phases use), so that the three compile side by side.
     """
-    global _WORKER
-    with _LOCK:
-        if _WORKER is None:
-            _WORKER = concurrent.futures.ThreadPoolExecutor(1, "glrt-jax-ahead")
-    x64 = bool(jax.config.jax_enable_x64)
 
     def prepare():
         _AHEAD.set(True)  # in this call's copy of the caller's context only
-        with jax.enable_x64(x64):
-            return fn()
+        return fn()
 
     try:
-        return _WORKER.submit(contextvars.copy_context().run, prepare)
+        return _worker().submit(_in_context(prepare))
     except RuntimeError as err:  # the interpreter is shutting down: nothing is prepared
         done = concurrent.futures.Future()
         done.set_exception(err)
@@ -394,8 +409,10 @@ class _Stored:
 
 
 class _Compiling:
-    """A program compiled in the background (see :func:`ahead`): a call waits for it, and
-    one whose arguments it does not take runs ``call`` (the jitted function) instead."""
+    """A program compiled in the background (see :func:`preparing`): a call waits for it,
+    and one whose arguments it does not take runs ``call`` (the jitted function) instead.
+    (It is lowered before: lowering is Python's work, which would wait for the preparing
+    thread's tracing and hold the compilation back.)"""
 
     def __init__(self, call: Callable, lowered: jax.stages.Lowered):
         self._call = call
