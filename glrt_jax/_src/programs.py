@@ -36,9 +36,10 @@ core) as compiling them (XLA, which releases Python's lock). :func:`preparing` a
 :func:`ahead` let a caller trace, lower and start compiling programs before it can run
 them, from their inputs' shapes: the composition engine prepares a query's plan, then
 traces its phase sums and bounds in a background thread while the plan compiles, and the
-three compile side by side. The DP-SGD report's first process went 3.8–4.0 → 3.1–3.3 s
-and the README's command (GLRT, d = 10) 7.9–8.6 → 6.1–6.8 s on a busy 2-core CPU (old and
-new commit in turn), with the same output; later calls are unchanged.
+three compile side by side. With the shared-direction model's programs (``profile``)
+stored too, a first ``glrt-jax report`` went, on a 2-core CPU with the old and new code in
+turn: shared 2.2–2.4 → 1.7 s, DP-SGD 3.4–3.5 → 2.9–3.0 s, GLRT with d = 10 7.1–7.3 →
+5.4–5.5 s, with the same output; later calls are unchanged.
 """
 
 from __future__ import annotations
