@@ -14,6 +14,15 @@ from glrt_jax import accountant
 from glrt_jax._src import composition, programs
 
 
+def _assert_same(a, b):
+    """The same program on the same inputs: bit for bit on a CPU; on a GPU the non-uniform
+    FFT's scatter-adds sum in an order that varies between calls (3e-14 relative seen)."""
+    if jax.default_backend() == "cpu":
+        np.testing.assert_array_equal(a, b)
+    else:
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=0)
+
+
 @pytest.fixture
 def store(tmp_path):
     programs.forget()
@@ -42,7 +51,7 @@ def test_stored_programs_are_loaded_back_and_answer_the_same(store, monkeypatch)
 
     monkeypatch.setattr(export, "export", no_export)
     again = _query()
-    np.testing.assert_array_equal(np.asarray(again), np.asarray(first))
+    _assert_same(np.asarray(again), np.asarray(first))
 
 
 def test_unreadable_entries_are_exported_again(store):
@@ -51,7 +60,7 @@ def test_unreadable_entries_are_exported_again(store):
         path.write_bytes(b"not a program")
     programs.forget()
     again = _query()
-    np.testing.assert_array_equal(np.asarray(again), np.asarray(first))
+    _assert_same(np.asarray(again), np.asarray(first))
     assert all(p.stat().st_size > 100 for p in store.glob("*.jaxexport"))
 
 
@@ -151,7 +160,7 @@ def _dp_sgd():
 def test_first_pass_is_prepared_in_the_background(with_store, tmp_path, monkeypatch):
     """A query's first eager call traces its phase sums and bounds in the background while
     the plan compiles (programs.ahead), each program once, compiled with the caller's
-    options, and answers as the calls would alone, bit for bit."""
+    options, and answers as the calls would alone (bit for bit on a CPU)."""
     programs.forget()
     programs.set_store(tmp_path if with_store else None)
     monkeypatch.setattr(composition, "_prepare_first_pass", lambda *a, **k: None)
@@ -183,7 +192,7 @@ def test_first_pass_is_prepared_in_the_background(with_store, tmp_path, monkeypa
         for fn in programs._ALL
         for fut in fn._loaded.values()
     )
-    np.testing.assert_array_equal(got, alone)
+    _assert_same(got, alone)
     programs.forget()
 
 
@@ -205,5 +214,5 @@ def test_failed_preparations_are_left_to_the_calls(monkeypatch):
     b = _dp_sgd()
     monkeypatch.undo()
     programs.forget()
-    np.testing.assert_array_equal(np.asarray(b), np.asarray(_dp_sgd()))
+    _assert_same(np.asarray(b), np.asarray(_dp_sgd()))
     programs.forget()
