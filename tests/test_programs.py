@@ -1,6 +1,7 @@
 """The store of exported engine programs (glrt_jax.enable_cache): a later process loads
 them instead of tracing, and gets the same answers."""
 
+import concurrent.futures
 import contextlib
 import math
 
@@ -215,4 +216,27 @@ def test_failed_preparations_are_left_to_the_calls(monkeypatch):
     monkeypatch.undo()
     programs.forget()
     _assert_same(np.asarray(b), np.asarray(_dp_sgd()))
+    programs.forget()
+
+
+def test_queries_from_several_threads():
+    """Eager queries from several threads at once, each first call preparing its programs in
+    the background and the others waiting for them, give the answers of the same queries
+    asked one by one."""
+    programs.forget()
+    cases = [
+        ((1.1, 0.01, 1000, 1e-5), "npo"),
+        ((1.1, 0.01, 1000, 1e-5), "glrt"),
+        ((0.7, 5e-4, 2000, 1e-6), "npo"),
+        ((1.0, 1e-3, 10, 1e-5), "glrt"),
+    ] * 2
+
+    def ask(case):
+        args, adversary = case
+        return np.asarray(accountant.schedule_epsilon(*args, adversary=adversary))
+
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        together = list(pool.map(ask, cases))
+    for got, case in zip(together, cases, strict=True):
+        _assert_same(got, ask(case))
     programs.forget()
