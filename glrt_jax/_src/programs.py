@@ -244,9 +244,14 @@ def ahead(fn: Callable[[], object]) -> concurrent.futures.Future:
     try:
         return _worker().submit(_in_context(prepare))
     except RuntimeError as err:  # the interpreter is shutting down: nothing is prepared
-        done = concurrent.futures.Future()
-        done.set_exception(err)
-        return done
+        return _failed(err)
+
+
+def _failed(err: BaseException) -> concurrent.futures.Future:
+    """A future that holds ``err`` (work that could not be started)."""
+    done = concurrent.futures.Future()
+    done.set_exception(err)
+    return done
 
 
 def forget() -> None:
@@ -327,10 +332,8 @@ class _Stored:
             try:
                 call, out = fut.result()
                 break
-            except Exception:
-                if mine:
-                    raise
-                # A preparation in the background failed: this call prepares it itself.
+            except Exception:  # another thread's preparation failed: this call prepares it
+                continue
         if not ahead:
             return call(*args)
         if out is None:  # prepared by an eager call, which traced it: cached
@@ -425,8 +428,8 @@ class _Compiling:
         self._call = call
         try:
             self._compiled = _compiler().submit(lowered.compile)
-        except RuntimeError:  # the interpreter is shutting down: the call compiles it
-            self._compiled = None
+        except RuntimeError as err:  # the interpreter is shutting down: the call compiles it
+            self._compiled = _failed(err)
 
     def __call__(self, *args):
         try:

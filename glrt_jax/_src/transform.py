@@ -58,10 +58,10 @@ def node_terms(x, p, a, dw, J):
     w = s * (1.0 - 1j * om * (c - c_sg))
     # |ŝ − s| ≤ e_abs: the sum's bound, and 2.01u to spare (|S| ≤ Σv ≈ 1).
     e_abs = lax.stop_gradient(e_sum) + 2.01 * UNIT_ROUNDOFF
-    l1p = log_transform(w)
+    log_w = log_transform(w)
     log_up = jnp.log(jnp.abs(w) + e_abs)
-    rel = 4.0 * UNIT_ROUNDOFF * (jnp.abs(l1p) + jnp.pi)  # rounding of the log itself
-    return l1p, log_up, rel, c, log_m
+    rel = 4.0 * UNIT_ROUNDOFF * (jnp.abs(log_w) + jnp.pi)  # rounding of the log itself
+    return log_w, log_up, rel, c, log_m
 
 
 def log_transform(w):
@@ -170,7 +170,7 @@ def _zero_terms(n_dir, J, n_tilts):
         return jnp.zeros((n_dir, *shape), dtype)
 
     def side():  # log terms, their log upper bounds, rounding, tilted mean, log M(a), MGFs
-        l1p = zeros(J, dtype=jnp.complex128)
-        return (l1p, zeros(J), zeros(J), zeros(), zeros(), zeros(n_tilts))
+        log_w = zeros(J, dtype=jnp.complex128)
+        return (log_w, zeros(J), zeros(J), zeros(), zeros(), zeros(n_tilts))
 
     return side(), side(), (zeros(), zeros())
