@@ -494,6 +494,52 @@ def test_floor_points_settle_a_tail_query_in_one_pass(monkeypatch):
     assert float(b.lower) <= ref and float(b.upper) <= (1 + 1e-3) * ref
 
 
+@pytest.mark.parametrize("query", ["epsilon", "delta"])
+def test_replans_compose_the_deciding_direction_alone(monkeypatch, query):
+    """N = 10, σ = 1, q = 1e-3: the first pass bounds the add direction's ε by 0.0056,
+    below the answer's lower bound 0.0235, so the re-plan composes the remove direction
+    alone (half the phase sums). The answer equals the one of re-plans that compose both
+    directions (to rounding: one direction is computed outside the map over two), and its
+    lower bound lies below dp_accounting's pessimistic value at a 1e-5 discretisation."""
+    passes = []
+    staged = composition._staged
+
+    def counting(*args, **kwargs):
+        if not programs._AHEAD.get():  # not the background preparation of the first pass
+            passes.append(kwargs.get("only"))
+        return staged(*args, **kwargs)
+
+    monkeypatch.setattr(composition, "_staged", counting)
+    ask = accountant.schedule_epsilon if query == "epsilon" else accountant.schedule_delta
+    target = 1e-5 if query == "epsilon" else 0.0235
+    one = ask(1.0, 1e-3, 10, target)
+    assert passes[0] is None and len(passes) >= 2 and all(o == 0 for o in passes[1:])
+    passes.clear()
+    monkeypatch.setattr(composition, "_deciding_direction", lambda *_: (None, -np.inf))
+    both = ask(1.0, 1e-3, 10, target)
+    assert len(passes) >= 2 and all(o is None for o in passes)
+    for x, y in zip(one, both, strict=True):
+        np.testing.assert_allclose(float(x), float(y), rtol=1e-9)
+    assert float(one.upper) <= (1 + 1e-3) * float(one.lower)
+    acc = pld_privacy_accountant.PLDAccountant(value_discretization_interval=1e-5)
+    acc.compose(dp_accounting.PoissonSampledDpEvent(1e-3, dp_accounting.GaussianDpEvent(1.0)), 10)
+    if query == "epsilon":
+        assert float(one.lower) <= acc.get_epsilon(1e-5) * (1 + 1e-4)
+    else:
+        assert float(one.lower) <= acc.get_delta(0.0235) * (1 + 1e-3)
+
+
+def test_deciding_direction_needs_the_others_below_the_lower_bound():
+    """A direction is dropped only where its certified upper bound cannot reach the answer."""
+    lo = accountant.Bounds(0.019, 0.02, 0.021)
+    pick = composition._deciding_direction
+    assert pick({"ups": np.array([0.021, 0.005])}, lo) == (0, 0.005)
+    assert pick({"ups": np.array([0.005, 0.021])}, lo) == (1, 0.005)
+    assert pick({"ups": np.array([0.021, 0.0195])}, lo) == (None, -np.inf)
+    assert pick({"ups": np.array([0.021, np.inf])}, lo) == (None, -np.inf)
+    assert pick({"ups": np.array([0.021])}, lo) == (None, -np.inf)
+
+
 @pytest.mark.parametrize("tol", [1e-3, 1e-5])
 def test_delta_near_the_bulk_keeps_aliasing_out_of_the_upper_bound(tol):
     """σ = 1.98, q = 0.1, N = 10⁴, δ at ε = 15.02 (about 0.362, near the bulk of the composed

@@ -180,14 +180,23 @@ def _plan_stage(mu, q, n, target, tol, hint, tau_cap, *, adversary, d, neighbour
 
 
 @programs.stored(
-    static_argnames=("loss", "B", "J"), size=lambda mu, *_, B, J, **__: mu.shape[0] * (B + J)
+    static_argnames=("loss", "B", "J", "only"),
+    size=lambda mu, *_, B, J, **__: mu.shape[0] * (B + J),
 )
-def _sums_program(mu, q, n, p, values, *, loss, B, J):
+def _sums_program(mu, q, n, p, values, *, loss, B, J, only=None):
+    directions = None
+    if only is not None:  # one direction: its plan goes on to the bounds
+        directions = (losses.loss_directions(loss)[only],)
+        p = _one_direction(p, only)
     tau = planning.smoothing_width(p, J)
     tilts = planning.bound_tilts(p)
     dw = 2.0 * jnp.pi / p.W
-    carry = transform.phase_sums(mu, q, n, p, values, p.a, dw, tilts, loss=loss, B=B, J=J)
-    return carry, tau, tilts
+    carry = transform.phase_sums(
+        mu, q, n, p, values, p.a, dw, tilts, loss=loss, B=B, J=J, directions=directions
+    )
+    if only is None:
+        return carry, tau, tilts
+    return carry, tau, tilts, p._replace(xp=None, pp=None)
 
 
 @programs.stored(static_argnames=("J", "query"), size=lambda *_, J, **__: J)
@@ -196,12 +205,15 @@ def _bounds_stage(carry, p, tau, tilts, n_tot, target, gam, valid, *, J, query):
     return Bounds(*(jnp.where(valid, v, jnp.nan) for v in out)), diag
 
 
-def _staged(valid, mu, q, n, target, p, *, adversary, d, neighbouring, B, J, query):
+def _staged(valid, mu, q, n, target, p, *, adversary, d, neighbouring, B, J, query, only=None):
+    """The phase sums and bounds of plan ``p``; ``only``: the index of the one direction
+    to compose (the answer is then that direction's, not the maximum over directions)."""
     loss, values = losses.program_key(adversary, d, neighbouring, mu.shape[0])
-    carry, tau, tilts = _sums_program(mu, q, n, p, values, loss=loss, B=B, J=J)
+    out = _sums_program(mu, q, n, p, values, loss=loss, B=B, J=J, only=only)
+    carry, tau, tilts = out[:3]
     gam = (B + 4) * UNIT_ROUNDOFF
     # Only per-direction data goes on: the bounds program does not depend on K.
-    per_direction = p._replace(xp=None, pp=None)
+    per_direction = p._replace(xp=None, pp=None) if only is None else out[3]
     if isinstance(n, jax.core.Tracer):
         n_tot = jnp.sum(n.astype(jnp.float64))
     else:  # on the host: no program of its own (integers, so the sum is exact either way)
@@ -209,6 +221,12 @@ def _staged(valid, mu, q, n, target, p, *, adversary, d, neighbouring, B, J, que
     return _bounds_stage(
         carry, per_direction, tau, tilts, n_tot, target, gam, valid, J=J, query=query
     )
+
+
+def _one_direction(p, i):
+    """Plan ``p`` for its direction ``i`` alone (every per-direction field sliced)."""
+    one = {k: v[i : i + 1] for k, v in p._asdict().items() if k not in ("xp", "pp")}
+    return p._replace(xp=p.xp[:, i : i + 1], pp=p.pp[:, i : i + 1], **one)
 
 
 @functools.partial(jax.jit, static_argnames=("adversary", "d", "neighbouring", "B", "J", "query"))
@@ -451,15 +469,20 @@ def _refine(bounds, diag, valid, mu, q, n, target, tol, sizes, static):
     bound more than tol/2 below the estimate (its smoothing deficit: half the smoothing,
     twice the nodes). Each re-plan gives another valid bracket; the intersection is kept.
     A bracket with ``upper ≤ (1 + tol)·lower`` already proves the tolerance met (the truth
-    is at least ``lower``) and ends the re-plans, whatever the plan's guesses were.
+    is at least ``lower``) and ends the re-plans, whatever the plan's guesses were. Where
+    the directions' upper bounds show that one direction alone decides the answer
+    (:func:`_deciding_direction`), the re-plans compose that direction alone.
     """
     hint, cap = jnp.nan, np.inf
     share_max = 0.5 * float(tol)
     tau_min = _TAU_CAP_MIN * float(diag["tau_decide"])
     settled = False  # a re-plan that did not improve the bound: only more points are left
+    only, others_up = None, -np.inf
     for _ in range(_REPLANS):
         if _meets(bounds, tol):
             break
+        if only is None:
+            only, others_up = _deciding_direction(diag, bounds)
         again = False
         est = float(bounds.estimate)
         if static["query"] == "epsilon" and not settled:
@@ -501,7 +524,10 @@ def _refine(bounds, diag, valid, mu, q, n, target, tol, sizes, static):
         if more_points or more_nodes:  # four times the points, or twice the nodes
             at_least = (4 * sizes[0], sizes[1]) if more_points else (sizes[0], 2 * sizes[1])
         sizes = _sizes_for(p, at_least=at_least, replan=True)
-        new, diag = _staged(valid, mu, q, n, target, p, B=sizes[0], J=sizes[1], **static)
+        new, diag = _staged(valid, mu, q, n, target, p, B=sizes[0], J=sizes[1], only=only, **static)
+        if only is not None:  # the answer is the maximum over directions
+            up = jax.device_put(np.maximum(np.asarray(new.upper), others_up))
+            new = new._replace(upper=up)
         if more_nodes:
             better = float(new.lower) > float(bounds.lower)
         else:
@@ -512,6 +538,25 @@ def _refine(bounds, diag, valid, mu, q, n, target, tol, sizes, static):
                 break
             settled = True
     return bounds
+
+
+def _deciding_direction(diag, bounds):
+    """``(i, up)`` when only direction ``i`` can decide the answer, else ``(None, -inf)``.
+
+    The answer is the maximum over the directions of the neighbouring relation; a
+    direction whose certified upper bound (``diag["ups"]``) lies at or below the answer's
+    lower bound cannot change it. Re-plans then compose the deciding direction alone (half
+    the phase sums: N = 10, σ = 1, q = 1e-3: the add direction's ε is at most 0.0087 where
+    the answer is 0.0235), and the others' bound, ``up``, stays in the answer's upper bound.
+    """
+    ups = np.asarray(diag["ups"], np.float64)
+    if ups.size < 2:
+        return None, -np.inf
+    i = int(np.argmax(ups))
+    rest = np.delete(ups, i)
+    if not np.all(rest <= float(bounds.lower)):
+        return None, -np.inf
+    return i, float(np.max(rest))
 
 
 def _intersect(bounds, new):
