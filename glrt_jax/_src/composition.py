@@ -546,7 +546,7 @@ def _deciding_direction(diag, bounds):
     The answer is the maximum over the directions of the neighbouring relation; a
     direction whose certified upper bound (``diag["ups"]``) lies at or below the answer's
     lower bound cannot change it. Re-plans then compose the deciding direction alone (half
-    the phase sums: N = 10, σ = 1, q = 1e-3: the add direction's ε is at most 0.0087 where
+    the phase sums: N = 10, σ = 1, q = 1e-3: the add direction's ε is at most 0.0056 where
     the answer is 0.0235), and the others' bound, ``up``, stays in the answer's upper bound.
     """
     ups = np.asarray(diag["ups"], np.float64)
