@@ -178,6 +178,19 @@ def test_first_pass_is_prepared_in_the_background(with_store, tmp_path, monkeypa
             return original(self, key, options, args, static, ahead)
 
         monkeypatch.setattr(programs._Stored, "_prepare", recording)
+        # The eager calls wait for the background work to register its programs: where the
+        # plan is already compiled in this process (the no-store case's first run), the
+        # calling thread could otherwise reach the phase sums before the background thread
+        # has begun to prepare them, and prepare them itself (a race of the test, not of
+        # the engine: either thread's program is the same).
+        ahead = programs.ahead
+
+        def settled(fn):
+            fut = ahead(fn)
+            concurrent.futures.wait([fut])
+            return fut
+
+        monkeypatch.setattr(programs, "ahead", settled)
         with programs.quick_compile():
             got = np.asarray(_dp_sgd())
     finally:
