@@ -529,6 +529,30 @@ def test_replans_compose_the_deciding_direction_alone(monkeypatch, query):
         assert float(one.lower) <= acc.get_delta(0.0235) * (1 + 1e-3)
 
 
+def test_replans_after_one_that_did_not_help_refine_the_first_plan(monkeypatch):
+    """σ = 0.9, q = 1e-5, N = 10⁴, δ = 1e-6: the first pass brackets ε 1.4e-3 wide; the
+    re-plan at its estimate does worse (2¹⁸ nodes, 3.8e-2 wide). Twice the nodes then
+    refine the first plan, not the failed one (which had left no nodes to add), and the
+    bracket meets the tolerance (it was 1.4e-3 wide)."""
+    passes = []
+    staged = composition._staged
+
+    def counting(*args, **kwargs):
+        if not programs._AHEAD.get():  # not the background preparation of the first pass
+            passes.append(kwargs["J"])
+        return staged(*args, **kwargs)
+
+    monkeypatch.setattr(composition, "_staged", counting)
+    b = accountant.schedule_epsilon(0.9, 1e-5, 10_000, 1e-6)
+    assert passes[0] < passes[-1] < max(passes)  # the last pass refines the first plan
+    assert float(b.upper) <= 1.001 * float(b.lower)
+    acc = pld_privacy_accountant.PLDAccountant(value_discretization_interval=1e-5)
+    acc.compose(
+        dp_accounting.PoissonSampledDpEvent(1e-5, dp_accounting.GaussianDpEvent(0.9)), 10_000
+    )
+    assert float(b.lower) <= acc.get_epsilon(1e-6)  # pessimistic: at or above ε
+
+
 def test_deciding_direction_needs_the_others_below_the_lower_bound():
     """A direction is dropped only where its certified upper bound cannot reach the answer."""
     lo = accountant.Bounds(0.019, 0.02, 0.021)

@@ -483,6 +483,7 @@ def _refine(bounds, diag, valid, mu, q, n, target, tol, sizes, static):
             break
         if only is None:
             only, others_up = _deciding_direction(diag, bounds)
+        kept = (hint, cap, sizes, diag)  # the plan behind the bracket so far
         again = False
         est = float(bounds.estimate)
         if static["query"] == "epsilon" and not settled:
@@ -536,7 +537,12 @@ def _refine(bounds, diag, valid, mu, q, n, target, tol, sizes, static):
         if not better:
             if more_points or more_nodes:
                 break
+            # More points or nodes then refine the plan that gave the bracket, not the one
+            # that did not improve it (σ = 0.9, q = 1e-5, N = 10⁴, δ = 1e-6: the re-plan at
+            # the estimate took 2¹⁸ nodes and a bracket 3.8e-2 wide, after which no more
+            # nodes were left for the first plan's 1.4e-3).
             settled = True
+            hint, cap, sizes, diag = kept
     return bounds
 
 
