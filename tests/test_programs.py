@@ -210,6 +210,39 @@ def test_first_pass_is_prepared_in_the_background(with_store, tmp_path, monkeypa
     programs.forget()
 
 
+def test_replans_are_prepared_in_the_background(monkeypatch):
+    """N = 10, q = 1e-3: the first pass re-plans (one direction, 16384 nodes). That pass's
+    phase sums and bounds are prepared in the background too, each once, and the answer
+    equals the one of calls that prepare nothing ahead (bit for bit on a CPU)."""
+    programs.forget()
+    monkeypatch.setattr(composition, "_prepare_first_pass", lambda *a, **k: None)
+    monkeypatch.setattr(composition, "_prepare_replan", lambda *a, **k: None)
+    alone = np.asarray(accountant.schedule_epsilon(1.0, 1e-3, 10, 1e-5))
+    monkeypatch.undo()
+    programs.forget()
+    prepared = []
+    original = programs._Stored._prepare
+
+    def recording(self, key, options, args, static, ahead):
+        prepared.append((self._name.rsplit(".", 1)[-1], ahead, static.get("J")))
+        return original(self, key, options, args, static, ahead)
+
+    monkeypatch.setattr(programs._Stored, "_prepare", recording)
+    ahead = programs.ahead
+
+    def settled(fn):  # see test_first_pass_is_prepared_in_the_background
+        fut = ahead(fn)
+        concurrent.futures.wait([fut])
+        return fut
+
+    monkeypatch.setattr(programs, "ahead", settled)
+    got = np.asarray(accountant.schedule_epsilon(1.0, 1e-3, 10, 1e-5))
+    replan = [(name, on) for name, on, j in prepared if j == 16384]
+    assert sorted(replan) == [("_bounds_stage", True), ("_sums_program", True)]
+    _assert_same(got, alone)
+    programs.forget()
+
+
 def test_failed_preparations_are_left_to_the_calls(monkeypatch):
     """An error while preparing ahead stays in the background: the eager calls prepare their
     programs themselves and answer."""
