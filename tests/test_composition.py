@@ -443,20 +443,29 @@ def test_one_round_below_delta_has_epsilon_near_zero(adversary):
     assert float(b.lower) <= 0.0 <= float(b.upper) < 1e-3
 
 
+def _record_passes(monkeypatch, *names):
+    """The eager passes of the engine's queries (``composition._staged`` calls, not the
+    background preparation of a first pass), each as its keyword argument ``names``
+    (a tuple of them for several), in order."""
+    passes = []
+    staged = composition._staged
+
+    def recording(*args, **kwargs):
+        if not programs._AHEAD.get():
+            values = tuple(kwargs.get(name) for name in names)
+            passes.append(values if len(names) > 1 else values[0])
+        return staged(*args, **kwargs)
+
+    monkeypatch.setattr(composition, "_staged", recording)
+    return passes
+
+
 def test_bracket_within_tolerance_ends_the_replans(monkeypatch):
     """A first pass whose bracket already proves the tolerance (upper ≤ (1 + tol)·lower)
     is the answer: no second pass. K = 10 heterogeneous phases answer below the plan's
     guess of ε, which used to cost a second pass with the same sizes and the same upper
     bound; the answer stays within the tolerance of dp_accounting's value."""
-    passes = []
-    staged = composition._staged
-
-    def counting(*args, **kwargs):
-        if not programs._AHEAD.get():  # not the background preparation of the first pass
-            passes.append(kwargs["J"])
-        return staged(*args, **kwargs)
-
-    monkeypatch.setattr(composition, "_staged", counting)
+    passes = _record_passes(monkeypatch, "J")
     rng = np.random.default_rng(0)
     s, q = rng.uniform(0.8, 1.5, 10), rng.uniform(0.005, 0.02, 10)
     b = accountant.schedule_epsilon(s, q, 10, 1e-5)
@@ -474,15 +483,7 @@ def test_floor_points_settle_a_tail_query_in_one_pass(monkeypatch):
     """σ = 0.92, q = 1e-3, N = 1000, δ = 1e-10: at the floor's 4096 nodes, 512 grid points
     left a bracket 1.8e-3 wide and a re-plan of 2¹⁸ nodes (0.23 s); at least one point per
     four nodes settles it in one pass, within the tolerance of dp_accounting's value."""
-    passes = []
-    staged = composition._staged
-
-    def counting(*args, **kwargs):
-        if not programs._AHEAD.get():  # not the background preparation of the first pass
-            passes.append((kwargs["B"], kwargs["J"]))
-        return staged(*args, **kwargs)
-
-    monkeypatch.setattr(composition, "_staged", counting)
+    passes = _record_passes(monkeypatch, "B", "J")
     b = accountant.schedule_epsilon(0.9188, 1e-3, 1000, 1e-10)
     assert len(passes) == 1 and passes[0][1] == 4096  # old: (512, 4096), (4096, 2¹⁸)
     assert float(b.upper) <= 1.001 * float(b.lower)
@@ -501,15 +502,7 @@ def test_replans_compose_the_deciding_direction_alone(monkeypatch, query):
     alone (half the phase sums). The answer equals the one of re-plans that compose both
     directions (to rounding: one direction is computed outside the map over two), and its
     lower bound lies below dp_accounting's pessimistic value at a 1e-5 discretisation."""
-    passes = []
-    staged = composition._staged
-
-    def counting(*args, **kwargs):
-        if not programs._AHEAD.get():  # not the background preparation of the first pass
-            passes.append(kwargs.get("only"))
-        return staged(*args, **kwargs)
-
-    monkeypatch.setattr(composition, "_staged", counting)
+    passes = _record_passes(monkeypatch, "only")
     ask = accountant.schedule_epsilon if query == "epsilon" else accountant.schedule_delta
     target = 1e-5 if query == "epsilon" else 0.0235
     one = ask(1.0, 1e-3, 10, target)
@@ -534,15 +527,7 @@ def test_replans_after_one_that_did_not_help_refine_the_first_plan(monkeypatch):
     re-plan at its estimate does worse (2¹⁸ nodes, 3.8e-2 wide). Twice the nodes then
     refine the first plan, not the failed one (which had left no nodes to add), and the
     bracket meets the tolerance (it was 1.4e-3 wide)."""
-    passes = []
-    staged = composition._staged
-
-    def counting(*args, **kwargs):
-        if not programs._AHEAD.get():  # not the background preparation of the first pass
-            passes.append(kwargs["J"])
-        return staged(*args, **kwargs)
-
-    monkeypatch.setattr(composition, "_staged", counting)
+    passes = _record_passes(monkeypatch, "J")
     b = accountant.schedule_epsilon(0.9, 1e-5, 10_000, 1e-6)
     assert passes[0] < passes[-1] < max(passes)  # the last pass refines the first plan
     assert float(b.upper) <= 1.001 * float(b.lower)

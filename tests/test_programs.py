@@ -216,7 +216,7 @@ def test_replans_are_prepared_in_the_background(monkeypatch):
     equals the one of calls that prepare nothing ahead (bit for bit on a CPU)."""
     programs.forget()
     monkeypatch.setattr(composition, "_prepare_first_pass", lambda *a, **k: None)
-    monkeypatch.setattr(composition, "_prepare_replan", lambda *a, **k: None)
+    monkeypatch.setattr(composition, "_prepare_pass", lambda *a, **k: None)
     alone = np.asarray(accountant.schedule_epsilon(1.0, 1e-3, 10, 1e-5))
     monkeypatch.undo()
     programs.forget()

@@ -527,7 +527,7 @@ def _refine(bounds, diag, valid, mu, q, n, target, tol, sizes, static):
         if more_points or more_nodes:  # four times the points, or twice the nodes
             at_least = (4 * sizes[0], sizes[1]) if more_points else (sizes[0], 2 * sizes[1])
         sizes = _sizes_for(p, at_least=at_least, replan=True)
-        _prepare_replan(valid, mu, q, n, target, p, sizes, only, static)
+        _prepare_pass(valid, mu, q, n, target, p, sizes, only, static)
         new, diag = _staged(valid, mu, q, n, target, p, B=sizes[0], J=sizes[1], only=only, **static)
         if only is not None:  # the answer is the maximum over directions
             up = jax.device_put(np.maximum(np.asarray(new.upper), others_up))
@@ -707,20 +707,20 @@ def _prepare_first_pass(valid, mu, q, n, target, tol, static):
     )
     if _plan_program.loaded(*args, values, loss=loss, query=static["query"]):
         return
-    b, j = _sizes_for_needs(mu.shape[0], 0.0, 0.0)
     try:
         with programs.preparing():
             p = _plan_stage(*args, **static)
     except Exception:  # the eager call prepares it (and raises what is wrong)
         return
-    programs.ahead(lambda: _staged(valid, mu, q, n, target, p, B=b, J=j, **static))
+    _prepare_pass(valid, mu, q, n, target, p, _sizes_for_needs(mu.shape[0], 0.0, 0.0), None, static)
 
 
-def _prepare_replan(valid, mu, q, n, target, p, sizes, only, static):
-    """A re-plan whose phase sums are not compiled yet: its bounds program is traced in the
-    background while they compile (as for the first pass, :func:`_prepare_first_pass`).
-    Schedules of fewer than ``FINE_SIZES_FROM`` phases only: larger ones' compilations
-    would compete for the cores."""
+def _prepare_pass(valid, mu, q, n, target, p, sizes, only, static):
+    """A pass whose phase sums are not compiled yet (the first pass, whose plan ``p`` may
+    be its output shapes, or a re-plan): its sums and bounds are traced in the background
+    (:func:`programs.ahead`), the bounds while the sums compile. Schedules of fewer than
+    ``FINE_SIZES_FROM`` phases only: larger ones' compilations would compete for the
+    cores."""
     if mu.shape[0] >= FINE_SIZES_FROM:
         return
     loss, values = losses.program_key(

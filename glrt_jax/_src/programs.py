@@ -83,8 +83,7 @@ _DEFAULTS = contextvars.ContextVar("glrt_jax_xla_defaults", default=False)
 # Programs prepared in the background (see ahead): one thread, started on first use.
 _AHEAD = contextvars.ContextVar("glrt_jax_ahead", default=False)
 _LOCK = threading.Lock()
-_WORKER: concurrent.futures.ThreadPoolExecutor | None = None
-_COMPILER: concurrent.futures.ThreadPoolExecutor | None = None
+_POOLS: dict[str, concurrent.futures.ThreadPoolExecutor] = {}
 
 
 def set_store(folder: str | os.PathLike | None) -> None:
@@ -190,14 +189,18 @@ def _in_context(fn: Callable[[], object]) -> Callable[[], object]:
     return functools.partial(context.run, run)
 
 
+def _pool(name: str, threads: int) -> concurrent.futures.ThreadPoolExecutor:
+    """The thread pool ``name``, started on first use."""
+    with _LOCK:
+        if name not in _POOLS:
+            _POOLS[name] = concurrent.futures.ThreadPoolExecutor(threads, f"glrt-jax-{name}")
+        return _POOLS[name]
+
+
 def _compiler() -> concurrent.futures.ThreadPoolExecutor:
     """Threads that compile the programs :func:`ahead` prepares (XLA releases Python's
     lock while it compiles, and a small program compiles on about one core)."""
-    global _COMPILER
-    with _LOCK:
-        if _COMPILER is None:
-            _COMPILER = concurrent.futures.ThreadPoolExecutor(2, "glrt-jax-compile")
-        return _COMPILER
+    return _pool("compile", 2)
 
 
 def preparing():
@@ -214,11 +217,8 @@ def preparing():
 
 
 def _worker() -> concurrent.futures.ThreadPoolExecutor:
-    global _WORKER
-    with _LOCK:
-        if _WORKER is None:
-            _WORKER = concurrent.futures.ThreadPoolExecutor(1, "glrt-jax-ahead")
-        return _WORKER
+    """The thread that runs :func:`ahead`'s work, one at a time."""
+    return _pool("ahead", 1)
 
 
 def ahead(fn: Callable[[], object]) -> concurrent.futures.Future:
