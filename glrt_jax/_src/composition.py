@@ -56,7 +56,9 @@ Method (and why each step is a bound)
    The damping ``a`` and the period ``W`` are chosen together (aliasing far below
    ``tol·δ`` with the fewest nodes). The nodes are sized for the widest ``τ`` the
    tolerance allows (``τ²`` a share of ``tol·ε``), and the inversion then smooths with
-   the narrowest ``τ`` they resolve (``Ω = √60/τ``): both smoothing terms below shrink
+   the narrowest ``τ`` they resolve: the one whose truncation term stays below
+   ``e^{−8}·tol·δ`` at the plan's scale (``τ²Ω²/2`` between 10 and 30,
+   :func:`glrt_jax._src.planning.smoothing_width`): both smoothing terms below shrink
    with ``τ``, so this is the tightest answer the nodes give.
 5. **Removing the smoothing.** Upper: ``g_ε(s + τz) = g_{ε−τz}(s)``, so
    ``δ_X(ε) = E_Z δ_S(ε − τZ) = E_Z h(e^{ε−τZ})`` with ``h(x) = E_P(1 − x e^{−S})_+``,
@@ -503,6 +505,12 @@ def _refine(bounds, diag, valid, mu, q, n, target, tol, sizes, static):
             # e.g. when the hint lowers its guess of ε).
             step = min(math.sqrt(0.3 * float(tol) / share), 0.5)
             cap, again = max(min(cap, step * float(diag["tau_decide"])), tau_min), True
+        elif again and np.isfinite(share) and share > 0:
+            # A re-plan for another reason plans its width from the share measured here
+            # too (the plan's saddle-point picture can put the density at ε far too low:
+            # N = 10, q = 1e-3, where this pass's share lies just within tol/2).
+            step = math.sqrt(0.3 * float(tol) / share)
+            cap = max(min(cap, step * float(diag["tau_decide"])), tau_min)
         # With the plan settled, an upper bound far above the estimate is the per-round
         # grids' discretisation (its other terms are sized far below tol): the plan's
         # b_need comes from a variance picture that few heavy-tailed rounds at a small δ

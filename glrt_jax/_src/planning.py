@@ -41,11 +41,16 @@ _T_POS = np.geomspace(1e-3, 1e6, 73)
 # tilt near 2a).
 _U_MULT = np.array([0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0])
 _A_MULT = np.array([1.1, 1.25, 1.5, 2.0, 3.0, 4.0])
-# Frequency truncation: e^{−τ²Ω²/2} = e^{−_TRUNC_EXP} at the last node. The truncation
-# term is then at most C·e^{−30}/(2π·30·Ω) with the scale C ≤ e^{_LOG_SCALE_MAX}·δ (the
-# damping's rule below): below 10⁻¹⁰·δ/Ω, far under the smallest tolerance. A larger
-# value only widens τ (the smoothing shift τ²/2 grows in proportion) or costs nodes.
+# Frequency truncation: e^{−τ²Ω²/2} = e^{−X} at the last node Ω. The truncation term is
+# then C·e^{−X}/(2πXΩ), C = M(a)e^{−aε} the trapezoid's scale. It is kept below
+# e^{−8}·tol·δ, as far below tol·δ as the aliasing (``log_margin``): with
+# L = log(C/δ) + 8 − log(tol) at the planned ε (the plan's ``log_trunc``),
+# X = L − log(2π·_TRUNC_MIN·Ω) within [_TRUNC_MIN, _TRUNC_EXP] (:func:`smoothing_width`).
+# A larger X only widens τ (both smoothing terms of the bounds grow like τ²) or costs
+# nodes; the fixed X = 30 this replaces was right for the largest scale the damping
+# allows (C = e^{_LOG_SCALE_MAX}·δ) at the smallest tol only.
 _TRUNC_EXP = 30.0
+_TRUNC_MIN = 10.0
 # Largest log of (trapezoid scale M(a) e^{−aε}) / δ the damping may bring.
 _LOG_SCALE_MAX = 12.0
 # Share of the tolerance given to the smoothing.
@@ -67,6 +72,8 @@ class Plan(NamedTuple):
       a: damping of the trapezoid rule (a Chernoff tilt ≤ the saddle point).
       W: period of the trapezoid rule (node spacing ``2π/W``).
       tau_tol: the widest smoothing the tolerance allows (it sizes ``j_need``).
+      log_trunc: ``log(C/δ) + 8 − log(tol)`` at the damping ``a`` (C its scale, δ the
+        planned one), which sets the frequency truncation (:func:`smoothing_width`).
       s_a: spread of the composed loss under the tilt ``a``.
       sup: the largest composed loss of the grids (above it only failure mass is left).
       xp, pp: per phase (K, n_dir, P): planning points and split pmf.
@@ -85,6 +92,7 @@ class Plan(NamedTuple):
     a: Any
     W: Any
     tau_tol: Any
+    log_trunc: Any
     s_a: Any
     sup: Any
     xp: Any
@@ -294,6 +302,10 @@ def plan(loss, values, mu, q, n, query, target, tol, hint=jnp.nan, tau_cap=jnp.i
     W = jnp.take_along_axis(w_cand, ia[:, None], axis=-1)[:, 0]
     W = jnp.where(jnp.isfinite(W), W, 100.0)
     tau_tol = jnp.minimum(tau_cap, jnp.take_along_axis(tau_c, ia[:, None], axis=-1)[:, 0])
+    # The truncation's budget from the scale at the chosen damping (see _TRUNC_EXP).
+    scale_a = jnp.take_along_axis(log_scale, ia[:, None], axis=-1)[:, 0]
+    log_trunc = scale_a + 8.0 - jnp.log(tol)
+    log_trunc = jnp.where(jnp.isfinite(log_trunc), log_trunc, _TRUNC_EXP)
 
     s_a = composed_sd(a)
 
@@ -305,7 +317,9 @@ def plan(loss, values, mu, q, n, query, target, tol, hint=jnp.nan, tau_cap=jnp.i
 
     v_b = _phase_sum(share_cubed, nf, xp, pp) / (0.81 * 4.0)
     b_need = jnp.sqrt(v_b * (1.0 + a) / (2.0 * 0.3 * tol * eps_ref))
-    j_need = math.sqrt(2.0 * _TRUNC_EXP) / tau_tol * W / (2.0 * math.pi)
+    # (sized with X = log_trunc, at least the X that smoothing_width then takes)
+    x_need = jnp.clip(log_trunc, _TRUNC_MIN, _TRUNC_EXP)
+    j_need = jnp.sqrt(2.0 * x_need) / tau_tol * W / (2.0 * math.pi)
     # Only the directions that can decide the answer ask for accuracy; the others are
     # computed at whatever sizes (their bounds stay valid, and far below).
     if query == "epsilon":
@@ -319,6 +333,7 @@ def plan(loss, values, mu, q, n, query, target, tol, hint=jnp.nan, tau_cap=jnp.i
         a=a,
         W=W,
         tau_tol=tau_tol,
+        log_trunc=log_trunc,
         s_a=s_a,
         sup=jnp.einsum("k,kd->d", nf, hi),
         xp=xp,
@@ -335,14 +350,18 @@ def plan(loss, values, mu, q, n, query, target, tol, hint=jnp.nan, tau_cap=jnp.i
 def smoothing_width(p: Plan, J: int):
     """τ per direction: the narrowest smoothing that ``J`` nodes resolve.
 
-    The truncation of the frequency integral at ``Ω = JΔω`` costs ``e^{−τ²Ω²/2}``
-    relative; ``τ = √(2·_TRUNC_EXP)/Ω`` keeps that at ``e^{−_TRUNC_EXP}``. Both
-    smoothing terms of the bounds shrink like τ², so the narrowest width is the
-    tightest; when ``J`` meets the plan's ``j_need`` it is at most ``tau_tol``, and under
-    ``jit`` (sizes fixed) it may be wider.
+    Truncating the frequency integral at ``Ω = JΔω`` costs ``C e^{−X}/(2πXΩ)`` with
+    ``X = τ²Ω²/2`` and C the trapezoid's scale; ``X = L − log(2π·10·Ω)`` (``L`` the
+    plan's ``log_trunc``), within [10, 30], keeps that below ``e^{−8}·tol·δ`` at the
+    plan's scale (the bounds charge the term whatever it is). Both smoothing terms of
+    the bounds shrink like τ², so the narrowest width is the tightest; when ``J`` meets
+    the plan's ``j_need`` it is at most ``tau_tol``, and under ``jit`` (sizes fixed) it
+    may be wider.
     """
     omega_max = J * 2.0 * jnp.pi / p.W
-    return math.sqrt(2.0 * _TRUNC_EXP) / omega_max
+    x = p.log_trunc - jnp.log(2.0 * jnp.pi * _TRUNC_MIN * omega_max)
+    x = jnp.clip(x, _TRUNC_MIN, _TRUNC_EXP)
+    return jnp.sqrt(2.0 * x) / omega_max
 
 
 def bound_tilts(p: Plan):
