@@ -499,17 +499,17 @@ def _refine(bounds, diag, valid, mu, q, n, target, tol, sizes, static):
             # bound's (see planning.plan), once.
             hint, again = 0.5 * est, True
         share = float(diag["smoothing"])
-        if np.isfinite(share) and share > share_max and not settled:
+        if not settled and np.isfinite(share) and share > 0 and (share > share_max or again):
             # The share grows like τ²: cap the width the nodes are planned for at the
             # one that brings it to 0.3 tol (the plan's own width may be narrower still,
-            # e.g. when the hint lowers its guess of ε).
-            step = min(math.sqrt(0.3 * float(tol) / share), 0.5)
-            cap, again = max(min(cap, step * float(diag["tau_decide"])), tau_min), True
-        elif again and np.isfinite(share) and share > 0:
-            # A re-plan for another reason plans its width from the share measured here
-            # too (the plan's saddle-point picture can put the density at ε far too low:
-            # N = 10, q = 1e-3, where this pass's share lies just within tol/2).
+            # e.g. when the hint lowers its guess of ε). A share above tol/2 asks for a
+            # re-plan of at least half the width; a re-plan for another reason plans its
+            # width from the share measured here too (the plan's saddle-point picture can
+            # put the density at ε far too low: N = 10, q = 1e-3, where this pass's share
+            # lies just within tol/2).
             step = math.sqrt(0.3 * float(tol) / share)
+            if share > share_max:
+                step, again = min(step, 0.5), True
             cap = max(min(cap, step * float(diag["tau_decide"])), tau_min)
         # With the plan settled, an upper bound far above the estimate is the per-round
         # grids' discretisation (its other terms are sized far below tol): the plan's
