@@ -305,7 +305,8 @@ def plan(loss, values, mu, q, n, query, target, tol, hint=jnp.nan, tau_cap=jnp.i
     # The truncation's budget from the scale at the chosen damping (see _TRUNC_EXP).
     scale_a = jnp.take_along_axis(log_scale, ia[:, None], axis=-1)[:, 0]
     log_trunc = scale_a + 8.0 - jnp.log(tol)
-    log_trunc = jnp.where(jnp.isfinite(log_trunc), log_trunc, _TRUNC_EXP)
+    # An unknown scale keeps the former fixed X = _TRUNC_EXP (inf clips to it in both uses).
+    log_trunc = jnp.where(jnp.isfinite(log_trunc), log_trunc, jnp.inf)
 
     s_a = composed_sd(a)
 
