@@ -80,8 +80,8 @@ def test_few_rounds_small_q_bracket_is_tight():
     pessimistic = peer(True)  # 0.0235131, within 1e-6 of our tol = 1e-6 bracket
     assert peer(False) <= float(b.upper) and float(b.lower) <= pessimistic
     assert float(b.upper) - float(b.lower) <= 1e-3 * float(b.upper)
-    # Few phases keep B ≥ J/4 grid points: the re-plan's 16384 nodes come with 4096 points
-    # (6.2e-5 above; with 512 points the upper bound was 1.3e-4 above).
+    # Few phases keep B ≥ J/4 grid points: the re-plan's 8192 nodes come with 2048 points
+    # (9.7e-5 above ε; with 512 points at 16384 nodes the upper bound was 1.3e-4 above).
     assert float(b.upper) <= (1 + 1e-4) * pessimistic
     d = accountant.schedule_delta(1.0, 1e-3, 10, 0.016)
     assert float(d.upper) - float(d.lower) <= 2e-3 * float(d.upper)
@@ -553,6 +553,25 @@ def test_replans_after_one_that_did_not_help_refine_the_first_plan(monkeypatch):
         dp_accounting.PoissonSampledDpEvent(1e-5, dp_accounting.GaussianDpEvent(0.9)), 10_000
     )
     assert float(b.lower) <= acc.get_epsilon(1e-6)  # pessimistic: at or above ε
+
+
+def test_truncation_is_sized_by_the_plans_scale():
+    """The smoothing width keeps the frequency truncation's term, e^{−X}/(2πXΩ) relative
+    to the trapezoid's scale with X = τ²Ω²/2, within the plan's budget e^{−log_trunc}
+    while X lies in [10, 30], and takes the former fixed X = 30 where the scale is
+    unknown (an infinite log_trunc)."""
+    J, W = 4096, 20.0
+    omega = J * 2.0 * math.pi / W
+    budgets = [20.0, 25.0, 30.0, 100.0, 0.0, math.inf]
+    p = planning.Plan(*([jnp.zeros(len(budgets))] * len(planning.Plan._fields)))
+    p = p._replace(W=jnp.full(len(budgets), W), log_trunc=jnp.array(budgets))
+    xs = np.asarray(0.5 * (planning.smoothing_width(p, J) * omega) ** 2)
+    assert np.all((xs >= 10.0 - 1e-9) & (xs <= 30.0 + 1e-9))
+    for x, budget in zip(xs, budgets, strict=True):
+        if 10.0 + 1e-9 < x < 30.0 - 1e-9:
+            assert math.exp(-x) / (2.0 * math.pi * x * omega) <= math.exp(-budget)
+    assert xs[-1] == pytest.approx(30.0) and xs[3] == pytest.approx(30.0)
+    assert xs[4] == pytest.approx(10.0)
 
 
 def test_deciding_direction_needs_the_others_below_the_lower_bound():
