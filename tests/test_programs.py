@@ -211,9 +211,10 @@ def test_first_pass_is_prepared_in_the_background(with_store, tmp_path, monkeypa
 
 
 def test_replans_are_prepared_in_the_background(monkeypatch):
-    """N = 10, q = 1e-3: the first pass re-plans (one direction, 16384 nodes). That pass's
-    phase sums and bounds are prepared in the background too, each once, and the answer
-    equals the one of calls that prepare nothing ahead (bit for bit on a CPU)."""
+    """N = 10, q = 1e-3: the first pass (4096 nodes) re-plans (one direction, more
+    nodes). That pass's phase sums and bounds are prepared in the background too, each
+    once, and the answer equals the one of calls that prepare nothing ahead (bit for bit
+    on a CPU)."""
     programs.forget()
     monkeypatch.setattr(composition, "_prepare_first_pass", lambda *a, **k: None)
     monkeypatch.setattr(composition, "_prepare_pass", lambda *a, **k: None)
@@ -237,7 +238,7 @@ def test_replans_are_prepared_in_the_background(monkeypatch):
 
     monkeypatch.setattr(programs, "ahead", settled)
     got = np.asarray(accountant.schedule_epsilon(1.0, 1e-3, 10, 1e-5))
-    replan = [(name, on) for name, on, j in prepared if j == 16384]
+    replan = [(name, on) for name, on, j in prepared if j is not None and j > 4096]
     assert sorted(replan) == [("_bounds_stage", True), ("_sums_program", True)]
     _assert_same(got, alone)
     programs.forget()
