@@ -98,6 +98,10 @@ def test_reference_against_mpmath():
         ("wrap", 513, 1024),
         ("one_point", 129, 16384),
         ("cell_edges", 257, 2048),
+        # More than nufft._SPLIT_FROM points: the multiples of a quantum summed exactly.
+        ("clustered", 8193, 512),
+        ("companded", 4097, 1024),
+        ("wrap", 4097, 256),
     ],
 )
 def test_error_within_bound(kind, B, J):
@@ -107,8 +111,32 @@ def test_error_within_bound(kind, B, J):
     ref, ref_err = _reference(y, v, J)
     err = np.abs(s - ref) + ref_err + 2.0**-53 * np.abs(ref)
     assert np.all(err <= bound), (np.max(err), bound)
-    # Useful: the bound stays near 5e-14 unless every point falls into one cell.
-    assert bound <= (2e-12 if kind == "clustered" else 1e-13)
+    # Useful: the bound stays near 5e-14 unless every point of a small grid falls into
+    # one cell (a large grid's sums do not depend on the points per cell).
+    assert bound <= (2e-12 if kind == "clustered" and B <= nufft._SPLIT_FROM else 1e-13)
+
+
+def test_split_sums_match_plain_sums():
+    """Both spreadings of the same terms (sizes on either side of _SPLIT_FROM by padding
+    with massless points): values within their bounds, and the split's bound the smaller
+    for 8193 points in one cell."""
+    rng = np.random.default_rng(7)
+    y, v = _case("clustered", 4001, rng)
+    pad = nufft._SPLIT_FROM + 1 - len(y)
+    y_big, v_big = np.concatenate([y, np.full(pad, y[-1])]), np.concatenate([v, np.zeros(pad)])
+    s_small, b_small = _sums(y, v, 1024)
+    s_big, b_big = _sums(y_big, v_big, 1024)
+    assert float(np.max(np.abs(np.asarray(s_small) - np.asarray(s_big)))) <= float(b_small + b_big)
+    assert float(b_big) < 0.1 * float(b_small)
+
+
+def test_nan_position_poisons_every_output():
+    y, v = _case("random", 4097, np.random.default_rng(2))
+    for n in (129, 4097):
+        yy = y[:n].copy()
+        yy[n // 2] = np.nan
+        s, _ = _sums(yy, v[:n] / v[:n].sum(), 256)
+        assert np.all(np.isnan(np.asarray(s)))
 
 
 def test_two_part_constant():
@@ -119,9 +147,10 @@ def test_two_part_constant():
             assert abs((exact - c_hi - c_lo) / exact) < 2.0**-100
 
 
-def test_gradient_with_respect_to_weights():
+@pytest.mark.parametrize("B", [65, 4097])
+def test_gradient_with_respect_to_weights(B):
     rng = np.random.default_rng(0)
-    y, v = _case("companded", 65, rng)
+    y, v = _case("companded", B, rng)
     w = rng.normal(size=256) + 1j * rng.normal(size=256)
 
     def f(vv):

@@ -169,16 +169,21 @@ def _sanitize(mu, q, n, target, tol, query):
 # numbers it computes per step (the plan: 512 planning points per phase; the phase sums:
 # grid points and nodes per phase, halved for one direction of two; the bounds: nodes).
 @programs.stored(static_argnames=("loss", "query"), size=lambda mu, *_, **__: 512 * mu.shape[0])
-def _plan_program(mu, q, n, target, tol, hint, tau_cap, values, *, loss, query):
-    p = planning.plan(loss, values, mu, q, n, query, target, tol, hint, tau_cap)
+def _plan_program(mu, q, n, target, tol, hint, tau_cap, floor, values, *, loss, query):
+    p = planning.plan(loss, values, mu, q, n, query, target, tol, hint, tau_cap, floor)
     return jax.tree_util.tree_map(jax.lax.stop_gradient, p)
 
 
-def _plan_stage(mu, q, n, target, tol, hint, tau_cap, *, adversary, d, neighbouring, query):
+def _plan_stage(
+    mu, q, n, target, tol, hint, tau_cap, floor=0.0, *, adversary, d, neighbouring, query
+):
     # Programs are keyed on the loss's static part (losses.program_key): NPO and GLRT with
     # d = 1 share one, every other d shares one (d is data).
     loss, values = losses.program_key(adversary, d, neighbouring, mu.shape[0])
-    return _plan_program(mu, q, n, target, tol, hint, tau_cap, values, loss=loss, query=query)
+    floor = np.float64(floor) if not isinstance(floor, jax.core.Tracer) else floor
+    return _plan_program(
+        mu, q, n, target, tol, hint, tau_cap, floor, values, loss=loss, query=query
+    )
 
 
 @programs.stored(
@@ -235,7 +240,21 @@ def _one_direction(p, i):
 
 @functools.partial(jax.jit, static_argnames=("adversary", "d", "neighbouring", "B", "J", "query"))
 def compose_query(
-    mu, q, n, target, tol, hint=jnp.nan, tau_cap=jnp.inf, *, adversary, d, neighbouring, B, J, query
+    mu,
+    q,
+    n,
+    target,
+    tol,
+    hint=jnp.nan,
+    tau_cap=jnp.inf,
+    floor=0.0,
+    *,
+    adversary,
+    d,
+    neighbouring,
+    B,
+    J,
+    query,
 ):
     """Bounds on ε(δ = target) or δ(ε = target) for K phases; returns (Bounds, diag).
 
@@ -245,11 +264,13 @@ def compose_query(
     answer, to size the damping's scale with instead of the Chernoff bound; NaN for none.
     ``tau_cap`` caps the smoothing width the plan sizes the nodes for, for losses whose density at
     ε is large compared with the saddle-point picture (``diag["smoothing"]`` says when);
-    ``inf`` for none.
+    ``inf`` for none. ``floor``: a certified lower bound on ε (ε queries; 0 for none), at
+    which the damping and the period are planned when it lies above the guess from below
+    (the guess still sizes the smoothing and the grid points).
     """
     static = dict(adversary=adversary, d=d, neighbouring=neighbouring)
     valid, mu, q, n, target = _sanitize(mu, q, n, target, tol, query)
-    p = _plan_stage(mu, q, n, target, tol, hint, tau_cap, query=query, **static)
+    p = _plan_stage(mu, q, n, target, tol, hint, tau_cap, floor, query=query, **static)
     return _staged(valid, mu, q, n, target, p, B=B, J=J, query=query, **static)
 
 
@@ -477,7 +498,7 @@ def _refine(bounds, diag, valid, mu, q, n, target, tol, sizes, static):
     the directions' upper bounds show that one direction alone decides the answer
     (:func:`_deciding_direction`), the re-plans compose that direction alone.
     """
-    hint, cap = jnp.nan, np.inf
+    hint, cap, floor = jnp.nan, np.inf, 0.0
     share_max = 0.5 * float(tol)
     tau_min = _TAU_CAP_MIN * float(diag["tau_decide"])
     settled = False  # a re-plan that did not improve the bound: only more points are left
@@ -487,13 +508,14 @@ def _refine(bounds, diag, valid, mu, q, n, target, tol, sizes, static):
             break
         if only is None:
             only, others_up = _deciding_direction(diag, bounds)
-        kept = (hint, cap, sizes, diag)  # the plan behind the bracket so far
+        kept = (hint, cap, floor, sizes, diag)  # the plan behind the bracket so far
         again = False
         est = float(bounds.estimate)
         if static["query"] == "epsilon" and not settled:
             eps_ref = float(np.max(np.asarray(diag["eps_ref"])))
             if np.isfinite(est) and est < 1.2 * eps_ref:
-                hint, again = 0.5 * est, True
+                # (and the bracket's lower bound, certified, for the damping and period)
+                hint, floor, again = 0.5 * est, max(float(bounds.lower), 0.0), True
         elif not settled and np.isnan(hint) and np.isfinite(est) and est > 0:
             # δ queries: plan again with the first answer's δ in place of the Chernoff
             # bound's (see planning.plan), once.
@@ -530,7 +552,7 @@ def _refine(bounds, diag, valid, mu, q, n, target, tol, sizes, static):
         if not (again or more_points or more_nodes):
             break
         hint_a, cap_a = np.float64(hint), np.float64(cap)
-        p = _plan_stage(mu, q, n, target, tol, hint_a, cap_a, **static)
+        p = _plan_stage(mu, q, n, target, tol, hint_a, cap_a, floor, **static)
         at_least = sizes
         if more_points or more_nodes:  # four times the points, or twice the nodes
             at_least = (4 * sizes[0], sizes[1]) if more_points else (sizes[0], 2 * sizes[1])
@@ -553,7 +575,7 @@ def _refine(bounds, diag, valid, mu, q, n, target, tol, sizes, static):
             # the estimate took 2¹⁸ nodes and a bracket 3.8e-2 wide, after which no more
             # nodes were left for the first plan's 1.4e-3).
             settled = True
-            hint, cap, sizes, diag = kept
+            hint, cap, floor, sizes, diag = kept
     return bounds
 
 
@@ -709,7 +731,7 @@ def _prepare_first_pass(valid, mu, q, n, target, tol, static):
     if mu.shape[0] >= FINE_SIZES_FROM:
         return
     nan, inf = np.float64(np.nan), np.float64(np.inf)
-    args = (mu, q, n, target, tol, nan, inf)
+    args = (mu, q, n, target, tol, nan, inf, np.float64(0.0))
     loss, values = losses.program_key(
         static["adversary"], static["d"], static["neighbouring"], mu.shape[0]
     )

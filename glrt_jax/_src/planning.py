@@ -143,12 +143,12 @@ def _phase_sum(fn, nf, xp, pp):
     return lax.scan(body, jnp.zeros(xp.shape[1]), blocks)[0]
 
 
-def plan(loss, values, mu, q, n, query, target, tol, hint=jnp.nan, tau_cap=jnp.inf):
+def plan(loss, values, mu, q, n, query, target, tol, hint=jnp.nan, tau_cap=jnp.inf, floor=0.0):
     """The plan of one query: tilt, window, smoothing and the sizes they need (no sizes used).
 
     ``mu``, ``q``, ``n``: per phase, shape (K,). ``loss``, ``values``: the round's loss,
     :func:`glrt_jax._src.losses.program_key`'s static key and per-phase values (K,).
-    ``hint``/``tau_cap``: see :func:`glrt_jax._src.composition.compose_query`. Every
+    ``hint``/``tau_cap``/``floor``: see :func:`glrt_jax._src.composition.compose_query`. Every
     field is per direction of the neighbouring relation (leading axis), except the
     per-phase planning points and pmf.
     """
@@ -248,6 +248,14 @@ def plan(loss, values, mu, q, n, query, target, tol, hint=jnp.nan, tau_cap=jnp.i
     # point, can exceed it near the bulk of the loss: σ = 1.98, q = 0.1, N = 10⁴, δ(15) ≈ 0.36
     # then got a period that let e^{aW}δ(ε + W) ≈ 0.14 into the upper bound at tol = 1e-5).
     eps_alias = eps_ref if query == "epsilon" else jnp.minimum(eps_ref, target)
+    if query == "epsilon":
+        # A certified lower bound on ε (a re-plan's first bracket) above the guess: the
+        # aliasing from above and the scale are at most what they are there. The guess
+        # from below can put them far too high: σ = 0.9, q = 1e-4, N = 10⁶, δ = 1e-9 got
+        # a = 23.7 and W = 1734 from a guess of 0.43, [0.85642, 0.85909] at 2¹⁸ nodes;
+        # planned at the first bracket's 0.8564, a = 13.3 and W = 2.7 give [0.8584973,
+        # 0.8585017]. (The guess itself still sizes the smoothing and the points.)
+        eps_alias = jnp.maximum(eps_ref, floor)
     num = lam_tot - ts[None, :] * eps_alias[:, None] + log_margin  # (n_dir, T) at b
     gap = ts[None, :] - ts[:, None]  # [a, b]
     w_ab = jnp.where(gap[None] > 0, num[:, None, :] / jnp.where(gap > 0, gap, 1.0)[None], jnp.inf)
@@ -262,7 +270,7 @@ def plan(loss, values, mu, q, n, query, target, tol, hint=jnp.nan, tau_cap=jnp.i
     # 2.2e-4 at ε). A first plan keeps eps_ref: at ε = 0 (the advantage) the queried ε
     # picks another damping and a far wider bracket (GLRT's advantage at σ = 1, q = 0.01,
     # N = 1000, d = 10: 2.6e-5 wide instead of 1e-7, still within the tolerance).
-    eps_scale = eps_ref
+    eps_scale = eps_alias if query == "epsilon" else eps_ref
     if query == "delta":
         eps_scale = jnp.where(jnp.isfinite(hint), target, eps_ref)
     log_scale = lam_tot - ts[None, :] * eps_scale[:, None] - log_delta_ref[:, None]
