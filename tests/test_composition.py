@@ -18,6 +18,7 @@ from dp_accounting.pld import pld_privacy_accountant
 
 from glrt_jax import accountant
 from glrt_jax._src import composition, planning, programs
+from glrt_jax._src.shapes import pad_phases
 
 SZ = dict(points=512, nodes=4096)  # fixed sizes, as under jit
 
@@ -572,6 +573,26 @@ def test_truncation_is_sized_by_the_plans_scale():
             assert math.exp(-x) / (2.0 * math.pi * x * omega) <= math.exp(-budget)
     assert xs[-1] == pytest.approx(30.0) and xs[3] == pytest.approx(30.0)
     assert xs[4] == pytest.approx(10.0)
+
+
+def test_certified_floor_plans_the_period_at_the_bracket():
+    """σ = 0.9, q = 1e-4, N = 10⁶, δ = 1e-9: a first bracket [0.85642, 0.85909] and a
+    re-plan from half its estimate (0.43). Planned at that guess, the aliasing from above
+    (the heavy tail's generating function at ε = 0.43) asks for a period of about 1700 at
+    a damping of 23.7; at the bracket's certified lower bound the same plan takes a
+    damping whose scale is within reach there and a period about 600 times shorter (with
+    2¹⁸ nodes the re-plan's bracket goes from 3e-3 to 5e-6 wide). A floor of 0 (no
+    certified bound) plans as before."""
+    sig, q, n = pad_phases(np.array([0.9]), np.array([1e-4]), np.array([10**6]), np)
+    static = dict(adversary="npo", d=1, neighbouring="add_remove", query="epsilon")
+    args = (1.0 / sig, q, n, np.float64(1e-9), np.float64(1e-3), np.float64(0.43), np.inf)
+    guess = composition._plan_stage(*args, 0.0, **static)
+    floor = composition._plan_stage(*args, 0.8564165, **static)
+    default = composition._plan_stage(*args, **static)
+    assert float(floor.W[0]) < float(guess.W[0]) / 100.0
+    assert float(floor.a[0]) < float(guess.a[0])
+    np.testing.assert_array_equal(np.asarray(floor.eps_ref), np.asarray(guess.eps_ref))
+    np.testing.assert_array_equal(np.asarray(default.W), np.asarray(guess.W))
 
 
 def test_deciding_direction_needs_the_others_below_the_lower_bound():
