@@ -211,14 +211,14 @@ def test_first_pass_is_prepared_in_the_background(with_store, tmp_path, monkeypa
 
 
 def test_replans_are_prepared_in_the_background(monkeypatch):
-    """N = 10, q = 1e-3: the first pass (4096 nodes) re-plans (one direction, more
-    nodes). That pass's phase sums and bounds are prepared in the background too, each
-    once, and the answer equals the one of calls that prepare nothing ahead (bit for bit
-    on a CPU)."""
+    """N = 10, q = 1e-3, δ = 1e-10: the first pass (4096 nodes) re-plans (one direction,
+    more nodes). That pass's phase sums and bounds are prepared in the background too,
+    each once, and the answer equals the one of calls that prepare nothing ahead (bit for
+    bit on a CPU)."""
     programs.forget()
     monkeypatch.setattr(composition, "_prepare_first_pass", lambda *a, **k: None)
     monkeypatch.setattr(composition, "_prepare_pass", lambda *a, **k: None)
-    alone = np.asarray(accountant.schedule_epsilon(1.0, 1e-3, 10, 1e-5))
+    alone = np.asarray(accountant.schedule_epsilon(1.0, 1e-3, 10, 1e-10))
     monkeypatch.undo()
     programs.forget()
     prepared = []
@@ -237,7 +237,7 @@ def test_replans_are_prepared_in_the_background(monkeypatch):
         return fut
 
     monkeypatch.setattr(programs, "ahead", settled)
-    got = np.asarray(accountant.schedule_epsilon(1.0, 1e-3, 10, 1e-5))
+    got = np.asarray(accountant.schedule_epsilon(1.0, 1e-3, 10, 1e-10))
     replan = [(name, on) for name, on, j in prepared if j is not None and j > 4096]
     assert sorted(replan) == [("_bounds_stage", True), ("_sums_program", True)]
     _assert_same(got, alone)

@@ -65,9 +65,15 @@ Method (and why each step is a bound)
    convex in ``x``; by Jensen ``δ_X(ε) ≥ h(E e^{ε−τZ}) = δ_S(ε + τ²/2)``, so
    ``δ_S(ε) ≤ δ_X(ε − τ²/2)``: the smoothing costs a shift of ``τ²/2`` in ε and nothing
    else (about ``(1 + a)τ²/2`` in the answer, a the damping, once the bias of ``δ_X``
-   itself is counted). Lower: ``E_Z g_ε(s + τZ) − g_ε(s) ≤ C_τ e^{−(s−ε)²/(8τ²)}`` with
-   ``C_τ = e^{2τ²/3}(τ/√(2π) + τ²)``, so ``δ_S(ε) ≥ δ_X(ε) − C_τ 2τ√(2π) f_{S+2τZ}(ε)``;
-   the density is one more trapezoid sum on the same nodes. Both are second order in τ.
+   itself is counted). Lower: with ``h(x) = (1 − e^{−x})₊`` and ``x = s − ε``,
+   ``E_Z h(x + τZ) − h(x) ≤ τ φ(x/τ)`` (φ the standard normal density): for ``x ≤ 0``,
+   ``h(y) ≤ y₊`` gives ``E(x + τZ)₊ = τ(tΦ(t) + φ(t)) ≤ τφ(t)``, ``t = x/τ ≤ 0``; for
+   ``x > 0``, ``h`` lies below its tangent at ``x`` on ``[0, ∞)`` and is 0 below, so
+   ``E h(x + τZ) ≤ h(x)Φ(t) + h'(x)τφ(t)`` with ``h' ≤ 1``. Hence
+   ``δ_S(ε) ≥ δ_X(ε) − τ² f_{S+τZ}(ε)``, the density one more trapezoid sum on the same
+   nodes (the bound this replaced, ``C_τ e^{−(s−ε)²/(8τ²)}`` with
+   ``C_τ = e^{2τ²/3}(τ/√(2π) + τ²)``, charged about ``2τ² f_{S+2τZ}(ε)``, twice as much).
+   Both are second order in τ.
 6. **Floating point.** Per node and phase ``|ŝ − s| ≤ e`` (the non-uniform FFT's bound,
    about 5·10⁻¹⁴, and the subtraction of 1), so
    ``Π_k(|1 + ŝ_k| + e)^{n_k} − Π_k|1 + ŝ_k|^{n_k}`` bounds the error of the composed

@@ -5,10 +5,11 @@ module evaluates, per direction of the neighbouring relation and as functions of
 
 * ``δ_X(ε) = E g_ε(S + τZ)`` by the trapezoid rule at the nodes (upper side before
   truncation: the aliasing terms are non-negative), with per-node rounding bounds;
-* the density of ``S + 2τZ`` (to remove the smoothing on the lower side) and the
-  aliasing bounds, from the MGFs at the bound tilts;
+* the density of ``S + τZ`` (to remove the smoothing on the lower side), that of
+  ``S + 2τZ`` (the smoothing's share, for re-plans) and the aliasing bounds, from the
+  MGFs at the bound tilts;
 * the upper bound ``δ_S(ε) ≤ δ_X(ε − τ²/2) + failure mass`` (Jensen) and the lower bound
-  ``δ_S(ε) ≥ δ_X(ε) − aliasing − smoothing deficit`` (proofs in
+  ``δ_S(ε) ≥ δ_X(ε) − aliasing − τ² f_{S+τZ}(ε)`` (proofs in
   :mod:`glrt_jax._src.composition`);
 
 and answers the query: δ(ε) directly, or ε(δ) by searching the certified bounds
@@ -19,7 +20,6 @@ with the implicit-function derivative of the upper bound at its root.
 
 from __future__ import annotations
 
-import math
 from typing import Any, NamedTuple
 
 import jax
@@ -113,7 +113,8 @@ def query_bounds(carry, p, tau, tilts, n_tot, target, gam, *, J, query):
             base = (wk * g).reshape(J // R, R)
             return base, fp + trunc, phase, jnp.abs(theta), lm + 0.5 * var * a_i * a_i
 
-        def side_setup(side):
+        def side_setup(side, v):
+            """The side's δ_X at variance τ² and its density at variance ``v``."""
             safe_om = jnp.where(om > 0, om, 1.0)
             cap = jnp.where(om > 0, jnp.exp(-0.5 * tau_i**2 * om * om) / safe_om**2, jnp.inf)
             trunc = jnp.exp(-0.5 * tau_i**2 * om_max**2) / (jnp.pi * tau_i**2 * om_max**3)
@@ -121,13 +122,14 @@ def query_bounds(carry, p, tau, tilts, n_tot, target, gam, *, J, query):
             # recomputing its complex exponential inside each of their fusions).
             e_lam = lax.optimization_barrier(jnp.exp(side[0]))
             prep_d = prepare(side, e_lam, tau_i**2, inv_w, abs_inv_w, cap, trunc)
-            v = 4.0 * tau_i**2
             cap_f = jnp.exp(-0.5 * v * om * om)
             trunc_f = jnp.exp(-0.5 * v * om_max**2) / (jnp.pi * v * om_max)
             prep_f = prepare(side, e_lam, v, 1.0, 1.0, cap_f, trunc_f)
             return prep_d, prep_f
 
-        return side_setup(cr[0]), side_setup(cr[1])
+        # The upper side's density (of S + 2τZ) measures the smoothing's share; the lower
+        # side's (of S + τZ) is its smoothing deficit (see lower_delta).
+        return side_setup(cr[0], 4.0 * tau_i**2), side_setup(cr[1], tau_i**2)
 
     preps = jax.vmap(setup)(carry, a, tau, dw)
     # Per direction: the node values, the scalars, the MGFs of the lower side (aliasing)
@@ -171,12 +173,10 @@ def query_bounds(carry, p, tau, tilts, n_tot, target, gam, *, J, query):
         (_, (prep_lo, prep_lo_f)), a_i, tau_i, _, dw_i, _, sup_i, _, _ = d
         val, err, log_c = trap(prep_lo, a_i, dw_i, eps)
         val = (val - err) * jnp.exp(log_c - n_tot * gam) - alias(d, eps)
+        # E_Z g_ε(s + τZ) − g_ε(s) ≤ τ² φ_τ(s − ε), φ_τ the N(0, τ²) density (proof in
+        # glrt_jax._src.composition), so δ_X(ε) − δ_S(ε) ≤ τ² f_{S+τZ}(ε).
         f, f_err, log_cf = trap(prep_lo_f, a_i, dw_i, eps)
-        c_tau = jnp.exp(tau_i**2 * (0.5 + 1.0 / 6.0)) * (
-            tau_i / math.sqrt(2.0 * math.pi) + tau_i**2
-        )
-        deficit = c_tau * 2.0 * tau_i * math.sqrt(2.0 * math.pi) * jnp.maximum(f + f_err, 0.0)
-        deficit = deficit * jnp.exp(log_cf + n_tot * gam)
+        deficit = tau_i**2 * jnp.maximum(f + f_err, 0.0) * jnp.exp(log_cf + n_tot * gam)
         return jnp.where(eps < sup_i, jnp.maximum(val - deficit, 0.0), 0.0)
 
     def chernoff(d):
