@@ -505,9 +505,9 @@ def test_floor_points_settle_a_tail_query_in_one_pass(monkeypatch):
 @pytest.mark.parametrize("query", ["epsilon", "delta"])
 def test_replans_compose_the_deciding_direction_alone(monkeypatch, query):
     """N = 10, σ = 1, q = 1e-3: the first pass bounds the add direction far below the
-    answer's lower bound (ε at δ = 1e-10: 0.08 against 0.27; δ at ε = 0.0235: 3e-10
-    against 1e-5), so the re-plan composes the remove direction alone (half the phase
-    sums). The answer equals the one of re-plans that compose both directions (to
+    answer's lower bound (ε at δ = 1e-10: at most 0.0082 against 0.2703; δ at ε = 0.0235:
+    at most 2.8e-23 against 1.0e-5), so the re-plan composes the remove direction alone
+    (half the phase sums). The answer equals the one of re-plans that compose both directions (to
     rounding: one direction is computed outside the map over two), and its lower bound
     lies below dp_accounting's pessimistic value at a 1e-5 discretisation."""
     passes = _record_passes(monkeypatch, "only")

@@ -308,8 +308,8 @@ FEW_PHASES, FEW_PHASES_MARGIN = 8, 4.0
 # little next to the nodes): at the floor's 4096 nodes, 2048 points (the coarse ladder's
 # size above 1024) settle in one pass what 512 left to a re-plan of 2¹⁸ nodes (σ = 0.92,
 # q = 1e-3, N = 1000, δ = 1e-10: 227 → 5 ms, 3.9e-4 tighter); where a re-plan raises the
-# nodes (N = 10, q = 1e-3: 16384), the upper bound comes from 1.3e-4 to 6.2e-5 above ε
-# (17 → 20 ms).
+# nodes (N = 10, q = 1e-3, δ = 1e-5, when it still re-planned: 16384), the upper bound
+# came from 1.3e-4 to 6.2e-5 above ε (17 → 20 ms).
 FEW_PHASES_NODES_PER_POINT = 4
 # Nodes past MANY_PHASES_MAX_NODES serve schedules of at most FEW_PHASES phases only: an ε
 # far below the loss's scale next to a near-atom of the composed loss (N·q ≪ 1 at small
@@ -591,8 +591,9 @@ def _deciding_direction(diag, bounds):
     The answer is the maximum over the directions of the neighbouring relation; a
     direction whose certified upper bound (``diag["ups"]``) lies at or below the answer's
     lower bound cannot change it. Re-plans then compose the deciding direction alone (half
-    the phase sums: N = 10, σ = 1, q = 1e-3: the add direction's ε is at most 0.0056 where
-    the answer is 0.0235), and the others' bound, ``up``, stays in the answer's upper bound.
+    the phase sums: N = 10, σ = 1, q = 1e-3, δ = 1e-10: the add direction's ε is at most
+    0.0082 where the answer's lower bound is 0.2703), and the others' bound, ``up``, stays
+    in the answer's upper bound.
     """
     ups = np.asarray(diag["ups"], np.float64)
     if ups.size < 2:

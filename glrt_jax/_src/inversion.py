@@ -105,11 +105,16 @@ def query_bounds(carry, p, tau, tilts, n_tot, target, gam, *, J, query):
             node_err = abs_factor * (jnp.exp(log_up) - jnp.exp(jnp.real(lam)))
             node_err = node_err + mag * jnp.expm1(rel)
             fp = dw_i / (2.0 * jnp.pi) * jnp.sum(wk * jnp.minimum(node_err, abs_factor + cap))
-            # The sums' rounding, and the phases ω(θ − ε) rounded to a few ulps of their
-            # size (the latter grows with |c| + |ε|: kept apart).
-            total_mag = dw_i / (2.0 * jnp.pi) * jnp.sum(wk * mag)
-            fp = fp + 4.0 * J * UNIT_ROUNDOFF * total_mag
-            phase = 8.0 * UNIT_ROUNDOFF * om[-1] * total_mag
+            # The sums' rounding: a node's value rounds by a few u of its size (its factors'
+            # products, 8u in all), and the trapezoid sum is two dot products (rows of R
+            # nodes, then J/R rows; any order: γ_n of the terms' sizes each), so
+            # (R + J/R + 8)u relative, twice over for the complex products and the
+            # real parts. And each node's phases ω_k(θ − ε), rounded to a few ulps of
+            # their size (8u·ω_k·(|θ| + |ε|); kept apart, as it grows with |c| + |ε|).
+            scale = dw_i / (2.0 * jnp.pi)
+            total_mag = scale * jnp.sum(wk * mag)
+            fp = fp + 2.0 * (R + J // R + 8) * UNIT_ROUNDOFF * total_mag
+            phase = 8.0 * UNIT_ROUNDOFF * scale * jnp.sum(wk * om * mag)
             base = (wk * g).reshape(J // R, R)
             return base, fp + trunc, phase, jnp.abs(theta), lm + 0.5 * var * a_i * a_i
 
