@@ -180,13 +180,28 @@ def _plan_program(mu, q, n, target, tol, hint, tau_cap, floor, values, *, loss, 
     return jax.tree_util.tree_map(jax.lax.stop_gradient, p)
 
 
+# No certified lower bound on ε (the plan's ``floor``, a float64 as re-plans pass it).
+_NO_FLOOR = np.float64(0.0)
+
+
 def _plan_stage(
-    mu, q, n, target, tol, hint, tau_cap, floor=0.0, *, adversary, d, neighbouring, query
+    mu,
+    q,
+    n,
+    target,
+    tol,
+    hint,
+    tau_cap,
+    floor=_NO_FLOOR,
+    *,
+    adversary,
+    d,
+    neighbouring,
+    query,
 ):
     # Programs are keyed on the loss's static part (losses.program_key): NPO and GLRT with
     # d = 1 share one, every other d shares one (d is data).
     loss, values = losses.program_key(adversary, d, neighbouring, mu.shape[0])
-    floor = np.float64(floor) if not isinstance(floor, jax.core.Tracer) else floor
     return _plan_program(
         mu, q, n, target, tol, hint, tau_cap, floor, values, loss=loss, query=query
     )
@@ -557,8 +572,8 @@ def _refine(bounds, diag, valid, mu, q, n, target, tol, sizes, static):
             cap = max(min(cap, 0.5 * float(diag["tau_decide"])), tau_min)
         if not (again or more_points or more_nodes):
             break
-        hint_a, cap_a = np.float64(hint), np.float64(cap)
-        p = _plan_stage(mu, q, n, target, tol, hint_a, cap_a, floor, **static)
+        hint_a, cap_a, floor_a = np.float64(hint), np.float64(cap), np.float64(floor)
+        p = _plan_stage(mu, q, n, target, tol, hint_a, cap_a, floor_a, **static)
         at_least = sizes
         if more_points or more_nodes:  # four times the points, or twice the nodes
             at_least = (4 * sizes[0], sizes[1]) if more_points else (sizes[0], 2 * sizes[1])
@@ -738,7 +753,7 @@ def _prepare_first_pass(valid, mu, q, n, target, tol, static):
     if mu.shape[0] >= FINE_SIZES_FROM:
         return
     nan, inf = np.float64(np.nan), np.float64(np.inf)
-    args = (mu, q, n, target, tol, nan, inf, np.float64(0.0))
+    args = (mu, q, n, target, tol, nan, inf, _NO_FLOOR)
     loss, values = losses.program_key(
         static["adversary"], static["d"], static["neighbouring"], mu.shape[0]
     )

@@ -104,14 +104,14 @@ def query_bounds(carry, p, tau, tilts, n_tot, target, gam, *, J, query):
             # and the rounding of the logs adds e^{rel} − 1 relative.
             node_err = abs_factor * (jnp.exp(log_up) - jnp.exp(jnp.real(lam)))
             node_err = node_err + mag * jnp.expm1(rel)
-            fp = dw_i / (2.0 * jnp.pi) * jnp.sum(wk * jnp.minimum(node_err, abs_factor + cap))
+            scale = dw_i / (2.0 * jnp.pi)
+            fp = scale * jnp.sum(wk * jnp.minimum(node_err, abs_factor + cap))
             # The sums' rounding: a node's value rounds by a few u of its size (its factors'
             # products, 8u in all), and the trapezoid sum is two dot products (rows of R
             # nodes, then J/R rows; any order: γ_n of the terms' sizes each), so
             # (R + J/R + 8)u relative, twice over for the complex products and the
             # real parts. And each node's phases ω_k(θ − ε), rounded to a few ulps of
             # their size (8u·ω_k·(|θ| + |ε|); kept apart, as it grows with |c| + |ε|).
-            scale = dw_i / (2.0 * jnp.pi)
             total_mag = scale * jnp.sum(wk * mag)
             fp = fp + 2.0 * (R + J // R + 8) * UNIT_ROUNDOFF * total_mag
             phase = 8.0 * UNIT_ROUNDOFF * scale * jnp.sum(wk * om * mag)

@@ -186,14 +186,19 @@ def _cells(y, y_lo, L, c_hi, c_lo):
 # relative to the kernel mass V̄·G_s (per component, as ``√2·g_n·V̄·G_s`` in ℓ¹).
 
 
+def _term(w, delta, a, t):
+    """Every point's term at tap ``t`` (grid point ``cell + t``)."""
+    dist = t.astype(jnp.float64) - delta
+    return w * jnp.exp(-(a * (dist * dist)))
+
+
 def _spread(w, cell, delta, a, L, v_bar):
     """Floating-point sums: a grid point's n terms round like γ_n. n_max, the most terms
     landing on one grid point, is counted exactly: points per cell, summed over each
     window of 2M cells (circularly)."""
 
     def tap(t, grid):
-        dist = t.astype(jnp.float64) - delta
-        return grid.at[(cell + t) % L].add(w * jnp.exp(-(a * (dist * dist))))
+        return grid.at[(cell + t) % L].add(_term(w, delta, a, t))
 
     grid = lax.fori_loop(-_M + 1, _M + 1, tap, jnp.zeros(L, jnp.complex128))
     count = jnp.zeros(L, jnp.int32).at[cell].add(1)
@@ -226,8 +231,7 @@ def _spread_split(w, cell, delta, a, L, v_bar):
 
     def tap(t, grids):
         whole, rest = grids
-        dist = t.astype(jnp.float64) - delta
-        term = w * jnp.exp(-(a * (dist * dist)))
+        term = _term(w, delta, a, t)
         on_grid = lax.complex(jnp.trunc(term.real * scale), jnp.trunc(term.imag * scale)) / scale
         at = (cell + t) % L
         return whole.at[at].add(on_grid), rest.at[at].add(term - on_grid)
