@@ -26,8 +26,10 @@ def gaussian_delta(eps, mu):
     return stats.norm.cdf(-eps / mu + mu / 2) - math.exp(eps) * stats.norm.cdf(-eps / mu - mu / 2)
 
 
-def _one_round_delta_mp(sigma, q, eps):
-    """δ(ε) of one Poisson-subsampled Gaussian round (add/remove) as an mpmath number.
+def _one_round_directions_mp(sigma, q, eps):
+    """δ(ε) of one Poisson-subsampled Gaussian round in each direction, ``(remove, add)``,
+    as mpmath numbers: the hockey-stick divergences of the mixture against N(0, 1) and of
+    N(0, 1) against the mixture.
 
     P/Q = 1 − q + q e^{μx − μ²/2} is increasing in x, so each direction's hockey-stick
     integral is one tail beyond the crossing point. With q = 1 this is the Gaussian
@@ -45,7 +47,18 @@ def _one_round_delta_mp(sigma, q, eps):
         if mp.e ** (-e) > 1 - q:
             y = crossing(mp.e ** (-e))
             add = mp.ncdf(y) - mp.e**e * ((1 - q) * mp.ncdf(y) + q * mp.ncdf(y - mu))
-        return max(remove, add, mp.mpf(0))
+        return max(remove, mp.mpf(0)), max(add, mp.mpf(0))
+
+
+def _one_round_delta_mp(sigma, q, eps):
+    """δ(ε) of one Poisson-subsampled Gaussian round (add/remove) as an mpmath number."""
+    return max(_one_round_directions_mp(sigma, q, eps))
+
+
+def one_round_direction_delta(sigma, q, eps, direction):
+    """δ(ε) of one round in one direction (``"remove"`` or ``"add"``), in 50-digit mpmath."""
+    remove, add = _one_round_directions_mp(sigma, q, eps)
+    return float(remove if direction == "remove" else add)
 
 
 def one_round_delta(sigma, q, eps):

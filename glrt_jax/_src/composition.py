@@ -502,7 +502,9 @@ def validate_sizes(tol, points, nodes):
         raise ValueError(f"nodes must be one of {NODES}; got {nodes!r}")
 
 
-def _refine(bounds, diag, valid, mu, q, n, target, tol, sizes, static):
+def _refine(
+    bounds, diag, valid, mu, q, n, target, tol, sizes, static, only=None, others_up=-np.inf
+):
     """Eager re-plans when the answer shows the plan's assumptions did not hold.
 
     In order: an ε answer near or below the planning guess ``eps_ref`` (one or a few
@@ -517,13 +519,14 @@ def _refine(bounds, diag, valid, mu, q, n, target, tol, sizes, static):
     A bracket with ``upper ≤ (1 + tol)·lower`` already proves the tolerance met (the truth
     is at least ``lower``) and ends the re-plans, whatever the plan's guesses were. Where
     the directions' upper bounds show that one direction alone decides the answer
-    (:func:`_deciding_direction`), the re-plans compose that direction alone.
+    (:func:`_deciding_direction`), the re-plans compose that direction alone; ``only``
+    and ``others_up``: a first pass that composed direction ``only`` alone (the others'
+    bound ``others_up``, see :func:`_lead_alone`).
     """
     hint, cap, floor = jnp.nan, np.inf, 0.0
     share_max = 0.5 * float(tol)
     tau_min = _TAU_CAP_MIN * float(diag["tau_decide"])
     settled = False  # a re-plan that did not improve the bound: only more points are left
-    only, others_up = None, -np.inf
     for _ in range(_REPLANS):
         if _meets(bounds, tol):
             break
@@ -737,10 +740,44 @@ def _query_once(
         b, j = JIT_SIZES if traced else _sizes_for(p)
         points = b if points is None else points
         nodes = j if nodes is None else nodes
-    bounds, diag = _staged(valid, mu, q, n, target, p, B=points, J=nodes, **static)
+    only, others_up = None, -np.inf
+    if auto and not traced and mu.shape[0] >= FINE_SIZES_FROM:
+        only, others_up = _lead_alone(p)
+    bounds, diag = _staged(valid, mu, q, n, target, p, B=points, J=nodes, only=only, **static)
+    if only is not None and others_up > float(bounds.lower):
+        # The plan's bound leaves another direction able to decide: compose them all.
+        only, others_up = None, -np.inf
+        bounds, diag = _staged(valid, mu, q, n, target, p, B=points, J=nodes, **static)
     if auto and not traced:
-        bounds = _refine(bounds, diag, valid, mu, q, n, target, tol_a, (points, nodes), static)
+        sizes = (points, nodes)
+        args = (valid, mu, q, n, target, tol_a, sizes, static, only, others_up)
+        bounds = _refine(bounds, diag, *args)
     return bounds
+
+
+# A direction whose certified Chernoff bound lies this far below the lead's planning
+# guess (eps_ref, 0.8 of its saddle-point estimate) is left out of a first pass.
+_LEAD_MARGIN = 1.25
+
+
+def _lead_alone(p):
+    """``(i, up)`` when the plan shows that direction ``i`` alone decides an ε answer,
+    else ``(None, -inf)``: the others' certified bounds (``p.eps_bound``) lie below ``i``'s
+    planning estimate, so that the first pass composes ``i`` alone (half the phase sums;
+    the caller checks ``up`` against the answer's lower bound and composes every
+    direction when the estimate was too high). Schedules of K = 1000 and 10⁴ distinct
+    phases (σ_k ∈ [0.8, 1.5], q_k ∈ [0.005, 0.02], 10 steps, δ = 1e-5): the add
+    direction's bound 7.10 and 32.62 against the remove direction's ε of 7.56 and 32.84.
+    """
+    bound = np.asarray(p.eps_bound, np.float64)
+    if bound.size < 2:
+        return None, -np.inf
+    guess = np.asarray(p.eps_ref, np.float64)
+    i = int(np.argmax(guess))
+    rest = float(np.max(np.delete(bound, i)))
+    if not rest < _LEAD_MARGIN * guess[i]:
+        return None, -np.inf
+    return i, rest
 
 
 def _prepare_first_pass(valid, mu, q, n, target, tol, static):

@@ -79,6 +79,9 @@ class Plan(NamedTuple):
       xp, pp: per phase (K, n_dir, P): planning points and split pmf.
       eps_ref: the planning guess of ε (from below); eps_ch: the Chernoff bound of ε
         (ε queries; the target ε for δ queries).
+      eps_bound: a certified upper bound on each direction's ε (ε queries; ``inf`` for δ
+        queries), from the planning pmf (:func:`_certified_chernoff`): where the others'
+        lie below one direction's answer, that direction alone decides the answer.
       b_need, j_need: grid points and nodes the tolerance asks for (0 for directions
         that cannot decide the answer).
       b_alias: the tilt ``b > a`` whose aliasing bound from above the period ``W`` was
@@ -99,6 +102,7 @@ class Plan(NamedTuple):
     pp: Any
     eps_ref: Any
     eps_ch: Any
+    eps_bound: Any
     b_need: Any
     j_need: Any
     b_alias: Any
@@ -106,16 +110,17 @@ class Plan(NamedTuple):
 
 
 def _phase_support(loss, value, directions, mu, q, log_m, thin):
-    """Planning points, split pmf and ranges of one phase, per direction."""
+    """Ranges, planning points, split pmf and the P-mass outside the range of one phase,
+    per direction."""
     bound = 0.5 * mu * mu + 40.0 * mu + 10.0 - jnp.log(q)
     lo, hi = losses.probe_ranges(loss, value, directions, mu, q, jnp.exp(log_m), bound)
     is_add = grids.direction_flags(directions)
 
     # Every direction's tails in one call (see grids.bins), the rest per direction.
     xs = jax.vmap(lambda lo_i, hi_i: grids.planning_points(lo_i, hi_i, thin))(lo, hi)
-    pi, kappa, _ = grids.bins(loss, value, is_add, mu, q, xs)
+    pi, kappa, outside = grids.bins(loss, value, is_add, mu, q, xs)
     ps = jax.vmap(lambda p, k, x: grids.split(p, k, x)[0])(pi, kappa, xs)
-    return lo, hi, xs, ps
+    return lo, hi, xs, ps, outside
 
 
 def _phase_sum(fn, nf, xp, pp):
@@ -141,6 +146,41 @@ def _phase_sum(fn, nf, xp, pp):
         return lax.cond(jnp.any(n_b > 0), add, lambda acc: acc, acc), None
 
     return lax.scan(body, jnp.zeros(xp.shape[1]), blocks)[0]
+
+
+def _certified_chernoff(ts, lam, lam_tot, lo, hi, outside, nf, log_delta):
+    """A certified upper bound on each direction's ε(δ) from the planning pmf, (n_dir,).
+
+    On its range ``[lo, hi]`` a round's split pmf dominates the round (a two-point
+    distribution per bin with the bin's P- and Q-masses), so for ``t ≥ 0`` its
+    ``Σ_j p_j e^{t x_j}`` bounds ``E_P[e^{tL}; lo ≤ L ≤ hi]`` from above: ``e^{tL} =
+    u^{−t}`` is convex in ``u = e^{−L}``, whose mean over the bin the split keeps, at the
+    bin's ends. Let ``A`` be the event that every round's loss lies in its range. Then
+    ``δ(ε) ≤ P(Aᶜ) + E[(1 − e^{ε−S})₊; A] ≤ Σ_k n_k out_k + c(t) e^{Λ(t) − tε}``, with
+    ``(1 − e^{−y})₊ ≤ c(t) e^{ty}`` for ``c(t) = t^t/(1 + t)^{1+t}`` (the maximum of
+    ``(1 − e^{−y}) e^{−ty}``, at ``e^{−y} = 1/(1 + t)``) and ``Λ = Σ_k n_k log M_k`` the
+    planned cumulant sum. So ``ε ≤ min_t (Λ(t) + log c(t) − log(δ − Σ_k n_k out_k))/t``.
+
+    Rounding: each round's ``log M_k`` (a log-sum of at most 1024 terms whose arguments
+    round by 2u of ``|t x| + |log p|``) and the masses behind it are charged ``1e-9 +
+    1e-10(|log M_k| + t max|x|)``, far more than their float64 errors; the sum over the
+    phases ``1e-10 Σ_k n_k|log M_k|`` (``γ_K`` for K ≤ 10⁵ phases); the quotient
+    ``1e-12`` relative.
+    """
+    n_tot = jnp.sum(nf)
+    x_max = jnp.maximum(jnp.abs(lo), jnp.abs(hi))  # (K, n_dir)
+    margin = (
+        1e-9 * n_tot
+        + 1e-10 * jnp.einsum("k,kdt->dt", nf, jnp.abs(lam))
+        + 1e-10 * ts[None, :] * jnp.einsum("k,kd->d", nf, x_max)[:, None]
+    )
+    out_tot = jnp.einsum("k,kd->d", nf, outside) * (1.0 + 1e-9)
+    left = jnp.exp(log_delta) - out_tot
+    log_left = jnp.log(jnp.where(left > 0, left, 1.0))
+    log_c = -ts * jnp.log1p(1.0 / ts) - jnp.log1p(ts)  # t log t − (1 + t) log(1 + t)
+    eps = jnp.min((lam_tot + margin + log_c[None, :] - log_left[:, None]) / ts[None, :], axis=-1)
+    eps = jnp.maximum(eps, 0.0) * (1.0 + 1e-12)
+    return jnp.where((left > 0) & jnp.isfinite(eps), eps, jnp.inf)
 
 
 def plan(loss, values, mu, q, n, query, target, tol, hint=jnp.nan, tau_cap=jnp.inf, floor=0.0):
@@ -172,8 +212,8 @@ def plan(loss, values, mu, q, n, query, target, tol, hint=jnp.nan, tau_cap=jnp.i
     value = losses.phase_value(loss, values)
 
     def one(m, r, dk):
-        lo, hi, xp, pp = _phase_support(loss, value(dk), directions, m, r, log_m, thin)
-        return lo, hi, xp, pp, jax.vmap(lambda x, w: grids.log_mgf(x, w, ts))(xp, pp)
+        lo, hi, xp, pp, out = _phase_support(loss, value(dk), directions, m, r, log_m, thin)
+        return lo, hi, xp, pp, jax.vmap(lambda x, w: grids.log_mgf(x, w, ts))(xp, pp), out
 
     # Phases in batches (a vmap within, a scan across: the (T, P) exponentials of every
     # phase at once would be gigabytes at K = 10⁴). A batch of padding phases (n = 0)
@@ -188,7 +228,7 @@ def plan(loss, values, mu, q, n, query, target, tol, hint=jnp.nan, tau_cap=jnp.i
     n_dir = len(directions)
     ends = jnp.zeros((size, n_dir))
     pts = jnp.zeros((size, n_dir, grids.n_planning(thin)))
-    init = (ends, ends, pts, pts, jnp.zeros((size, n_dir, ts.shape[0])))
+    init = (ends, ends, pts, pts, jnp.zeros((size, n_dir, ts.shape[0])), ends)
 
     def body(prev, batch):
         m, r, k, dk, is_first = batch
@@ -196,7 +236,8 @@ def plan(loss, values, mu, q, n, query, target, tol, hint=jnp.nan, tau_cap=jnp.i
         return out, out
 
     _, out = lax.scan(body, init, (*batches, first))
-    lo, hi, xp, pp, lam = (v.reshape((kk,) + v.shape[2:]) for v in out)  # (K, n_dir[, P or T])
+    # lo, hi, outside: (K, n_dir); xp, pp: (K, n_dir, P); lam: (K, n_dir, T)
+    lo, hi, xp, pp, lam, outside = (v.reshape((kk,) + v.shape[2:]) for v in out)
     lam_tot = jnp.einsum("k,kdt->dt", nf, lam)
 
     def tilted_var(x, p, tt):
@@ -210,6 +251,7 @@ def plan(loss, values, mu, q, n, query, target, tol, hint=jnp.nan, tau_cap=jnp.i
         return jnp.sqrt(jnp.maximum(var, 1e-30))
 
     if query == "epsilon":
+        eps_bound = _certified_chernoff(ts, lam, lam_tot, lo, hi, outside, nf, log_target)
         eps_ch = (lam_tot - log_target) / ts
         it = jnp.argmin(eps_ch, axis=-1)
         eps_ch_min = jnp.min(eps_ch, axis=-1)
@@ -228,6 +270,7 @@ def plan(loss, values, mu, q, n, query, target, tol, hint=jnp.nan, tau_cap=jnp.i
         # δ(ε) to a relative tol: an ε-error of tol/a (a the saddle point).
         eps_ref = 1.0 / ts[it]
         eps_ch_min = jnp.full(eps_ref.shape, target)
+        eps_bound = jnp.full(eps_ref.shape, jnp.inf)
         log_delta_ref = jnp.min(obj, axis=-1) - 5.0
         # A re-plan's hint is the first answer's δ (halved): the Chernoff bound can lie
         # many orders of magnitude above δ (a bimodal tilted loss: small q, tiny δ), and a
@@ -349,6 +392,7 @@ def plan(loss, values, mu, q, n, query, target, tol, hint=jnp.nan, tau_cap=jnp.i
         pp=pp,
         eps_ref=eps_ref,
         eps_ch=eps_ch_min,
+        eps_bound=eps_bound,
         b_need=b_need,
         j_need=j_need,
         b_alias=b_alias,
