@@ -650,36 +650,43 @@ def test_deciding_direction_needs_the_others_below_the_lower_bound():
     assert pick({"ups": np.array([0.021])}, lo) == (None, -np.inf)
 
 
-def _plan_epsilon(sig, q, n, delta):
-    """The plan of an ε(δ) query (NPO, add/remove) at the default tolerance."""
+def _plan(sig, q, n, target, query="epsilon"):
+    """The plan of a query (NPO, add/remove) at the default tolerance."""
     sig, q, n = pad_phases(*(np.atleast_1d(np.asarray(v)) for v in (sig, q, n)), np)
-    static = dict(adversary="npo", d=1, neighbouring="add_remove", query="epsilon")
+    static = dict(adversary="npo", d=1, neighbouring="add_remove", query=query)
     nan, tol = np.float64(np.nan), np.float64(composition.DEFAULT_TOL)
-    return composition._plan_stage(1.0 / sig, q, n, np.float64(delta), tol, nan, np.inf, **static)
+    return composition._plan_stage(1.0 / sig, q, n, np.float64(target), tol, nan, np.inf, **static)
 
 
 @pytest.mark.parametrize(
     "sigma, q, delta", [(1.0, 0.01, 1e-5), (0.6, 0.1, 1e-9), (2.0, 0.3, 1e-3), (5.0, 1e-3, 1e-12)]
 )
-def test_plan_epsilon_bound_is_certified_per_direction(sigma, q, delta):
-    """The plan's Chernoff bound on each direction's ε (what lets a first pass leave a
-    direction out) lies above that direction's ε: one round, δ of the direction at the
-    bound at most δ by 50-digit mpmath. (A Chernoff bound of one round is loose: 0.82
-    against ε = 0.20 at σ = 1, q = 0.01, δ = 1e-5; many rounds are where it is close.)"""
-    p = _plan_epsilon(sigma, q, 1, delta)
-    bound = np.asarray(p.eps_bound, np.float64)
-    for i, direction in enumerate(losses.loss_directions("closed")):
+def test_plan_bound_is_certified_per_direction(sigma, q, delta):
+    """The plan's Chernoff bound on each direction's answer (what lets a first pass leave a
+    direction out) lies above that direction's: one round against 50-digit mpmath, for ε
+    (δ of the direction at the bound at most δ) and for δ at the ε of the whole round. (A
+    Chernoff bound of one round is loose: ε ≤ 0.82 against 0.20 at σ = 1, q = 0.01,
+    δ = 1e-5; many rounds are where it is close.)"""
+    directions = losses.loss_directions("closed")
+    bound = np.asarray(_plan(sigma, q, 1, delta).bound, np.float64)
+    for i, direction in enumerate(directions):
         assert np.isfinite(bound[i])
         assert one_round_direction_delta(sigma, q, bound[i], direction) <= delta, direction
+    eps = one_round_epsilon(sigma, q, delta)
+    bound = np.asarray(_plan(sigma, q, 1, eps, query="delta").bound, np.float64)
+    for i, direction in enumerate(directions):
+        assert one_round_direction_delta(sigma, q, eps, direction) <= bound[i] < 1.0, direction
 
 
-@pytest.mark.parametrize("sigma, steps, delta", [(1.0, 100, 1e-5), (3.0, 10**5, 1e-10)])
-def test_plan_epsilon_bound_is_certified_for_q1(sigma, steps, delta):
+@pytest.mark.parametrize("sigma, steps, delta", [(1.0, 100, 1e-5), (3.0, 1000, 1e-10)])
+def test_plan_bound_is_certified_for_q1(sigma, steps, delta):
     """q = 1, N rounds: both directions are the Gaussian mechanism at σ/√N (closed form)."""
-    p = _plan_epsilon(sigma, 1.0, steps, delta)
-    ref = gaussian_epsilon(delta, math.sqrt(steps) / sigma)
-    bound = np.asarray(p.eps_bound, np.float64)
+    mu = math.sqrt(steps) / sigma
+    ref = gaussian_epsilon(delta, mu)
+    bound = np.asarray(_plan(sigma, 1.0, steps, delta).bound, np.float64)
     assert np.all(bound >= ref) and np.all(bound <= 1.5 * ref)
+    bound = np.asarray(_plan(sigma, 1.0, steps, ref, query="delta").bound, np.float64)
+    assert np.all(bound >= gaussian_delta(ref, mu)) and np.all(bound <= 100 * delta)
 
 
 def _distinct_phases(k, sig_range, q_range, steps, seed=1):
@@ -687,40 +694,44 @@ def _distinct_phases(k, sig_range, q_range, steps, seed=1):
     return rng.uniform(*sig_range, k), rng.uniform(*q_range, k), np.full(k, steps)
 
 
-def test_many_phases_compose_the_lead_direction_alone(monkeypatch):
-    """K = 100 distinct phases (σ_k ∈ [0.8, 1.5], q_k ∈ [0.005, 0.02], 10 steps, δ = 1e-5):
-    the plan's certified bound on the add direction's ε lies below the remove direction's
-    planning estimate, so the first (and only) pass composes the remove direction alone,
-    half the phase sums. Its bracket equals that of a pass over both directions at the same
-    sizes (to rounding), and the add direction's bound lies below its lower bound."""
-    passes = _record_passes(monkeypatch, "only", "B", "J")
+@pytest.mark.parametrize("query", ["epsilon", "delta"])
+def test_many_phases_compose_the_lead_direction_alone(monkeypatch, query):
+    """K = 100 distinct phases (σ_k ∈ [0.8, 1.5], q_k ∈ [0.005, 0.02], 10 steps; ε at
+    δ = 1e-5, δ at ε = 2.35): the plan's certified bound on the add direction's answer
+    lies below the remove direction's estimate, so every pass composes the remove
+    direction alone, half the phase sums. The answer equals that of a first pass over
+    both directions (to rounding), and the add direction's bound lies below its lower
+    bound."""
+    passes = _record_passes(monkeypatch, "only")
     sig, q, n = _distinct_phases(100, (0.8, 1.5), (0.005, 0.02), 10)
-    one = accountant.schedule_epsilon(sig, q, n, 1e-5)
-    assert len(passes) == 1 and passes[0][0] == 0  # "remove"
-    _, B, J = passes[0]
+    ask = accountant.schedule_epsilon if query == "epsilon" else accountant.schedule_delta
+    target = 1e-5 if query == "epsilon" else 2.35
+    one = ask(sig, q, n, target)
+    assert passes and all(o == 0 for o in passes)  # "remove"
     passes.clear()
-    both = accountant.schedule_epsilon(sig, q, n, 1e-5, points=B, nodes=J)
-    assert passes == [(None, B, J)]
+    monkeypatch.setattr(composition, "_lead_alone", lambda p: (None, -np.inf))
+    both = ask(sig, q, n, target)
+    assert passes[0] is None  # (re-plans may then compose the deciding direction alone)
     for x, y in zip(one, both, strict=True):
         np.testing.assert_allclose(float(x), float(y), rtol=1e-9)
-    add = float(_plan_epsilon(sig, q, n, 1e-5).eps_bound[1])
+    add = float(_plan(sig, q, n, target, query=query).bound[1])
     assert add < float(one.lower)
 
 
 def test_lead_alone_composes_every_direction_when_the_others_may_decide(monkeypatch):
     """Where the left-out direction's bound does not lie below the answer's lower bound,
-    the pass is repeated over every direction (forced here with a margin that always
-    leaves the add direction out, on K = 100 phases at q = 1e-4 and 5·10⁴ steps each, whose
-    directions are close: the add direction's bound is above the answer). The answer is
-    the one of a pass over both directions."""
+    the pass is repeated over every direction (forced here by leaving the add direction
+    out whatever the plan's estimate, on K = 100 phases at q = 1e-4 and 5·10⁴ steps each,
+    whose directions are close: the add direction's bound is above the answer). The
+    answer is the one of a pass over both directions."""
     sig, q, n = _distinct_phases(100, (0.95, 1.05), (1e-4, 1e-4), 50_000)
     passes = _record_passes(monkeypatch, "only")
     plain = accountant.schedule_epsilon(sig, q, n, 1e-7)
     assert passes[0] is None
-    add = float(_plan_epsilon(sig, q, n, 1e-7).eps_bound[1])
+    add = float(_plan(sig, q, n, 1e-7).bound[1])
     assert add > float(plain.lower)
     passes.clear()
-    monkeypatch.setattr(composition, "_LEAD_MARGIN", 1e9)
+    monkeypatch.setattr(composition, "_lead_alone", lambda p: (0, float(p.bound[1])))
     forced = accountant.schedule_epsilon(sig, q, n, 1e-7)
     assert passes[:2] == [0, None]
     for x, y in zip(forced, plain, strict=True):

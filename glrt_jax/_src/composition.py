@@ -755,27 +755,22 @@ def _query_once(
     return bounds
 
 
-# A direction whose certified Chernoff bound lies this far below the lead's planning
-# guess (eps_ref, 0.8 of its saddle-point estimate) is left out of a first pass.
-_LEAD_MARGIN = 1.25
-
-
 def _lead_alone(p):
-    """``(i, up)`` when the plan shows that direction ``i`` alone decides an ε answer,
-    else ``(None, -inf)``: the others' certified bounds (``p.eps_bound``) lie below ``i``'s
-    planning estimate, so that the first pass composes ``i`` alone (half the phase sums;
-    the caller checks ``up`` against the answer's lower bound and composes every
-    direction when the estimate was too high). Schedules of K = 1000 and 10⁴ distinct
-    phases (σ_k ∈ [0.8, 1.5], q_k ∈ [0.005, 0.02], 10 steps, δ = 1e-5): the add
-    direction's bound 7.10 and 32.62 against the remove direction's ε of 7.56 and 32.84.
+    """``(i, up)`` when the plan shows that direction ``i`` alone decides the answer, else
+    ``(None, -inf)``: the others' certified bounds (``p.bound``) lie below ``i``'s
+    saddle-point estimate (``p.estimate``), so that the first pass composes ``i`` alone
+    (half the phase sums); the caller checks ``up`` against the answer's lower bound and
+    composes every direction when the estimate was too high. Schedules of K = 1000 and
+    10⁴ distinct phases (σ_k ∈ [0.8, 1.5], q_k ∈ [0.005, 0.02], 10 steps, δ = 1e-5): the
+    add direction's ε at most 7.10 and 32.62 against the remove direction's 7.56 and 32.99.
     """
-    bound = np.asarray(p.eps_bound, np.float64)
+    bound = np.asarray(p.bound, np.float64)
     if bound.size < 2:
         return None, -np.inf
-    guess = np.asarray(p.eps_ref, np.float64)
+    guess = np.asarray(p.estimate, np.float64)
     i = int(np.argmax(guess))
     rest = float(np.max(np.delete(bound, i)))
-    if not rest < _LEAD_MARGIN * guess[i]:
+    if not rest < guess[i]:
         return None, -np.inf
     return i, rest
 

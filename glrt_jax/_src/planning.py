@@ -79,9 +79,10 @@ class Plan(NamedTuple):
       xp, pp: per phase (K, n_dir, P): planning points and split pmf.
       eps_ref: the planning guess of ε (from below); eps_ch: the Chernoff bound of ε
         (ε queries; the target ε for δ queries).
-      eps_bound: a certified upper bound on each direction's ε (ε queries; ``inf`` for δ
-        queries), from the planning pmf (:func:`_certified_chernoff`): where the others'
-        lie below one direction's answer, that direction alone decides the answer.
+      bound, estimate: a certified upper bound on each direction's answer (ε or δ) from
+        the planning pmf (:func:`_certified_chernoff`), and its saddle-point estimate:
+        where the others' bounds lie below one direction's answer, that direction alone
+        decides the answer.
       b_need, j_need: grid points and nodes the tolerance asks for (0 for directions
         that cannot decide the answer).
       b_alias: the tilt ``b > a`` whose aliasing bound from above the period ``W`` was
@@ -102,7 +103,8 @@ class Plan(NamedTuple):
     pp: Any
     eps_ref: Any
     eps_ch: Any
-    eps_bound: Any
+    bound: Any
+    estimate: Any
     b_need: Any
     j_need: Any
     b_alias: Any
@@ -148,24 +150,26 @@ def _phase_sum(fn, nf, xp, pp):
     return lax.scan(body, jnp.zeros(xp.shape[1]), blocks)[0]
 
 
-def _certified_chernoff(ts, lam, lam_tot, lo, hi, outside, nf, log_delta):
-    """A certified upper bound on each direction's ε(δ) from the planning pmf, (n_dir,).
+def _certified_chernoff(ts, lam, lam_tot, lo, hi, outside, nf, query, target):
+    """A certified upper bound on each direction's answer from the planning pmf, (n_dir,):
+    on ε(δ = target) for ε queries, on δ(ε = target) for δ queries.
 
     On its range ``[lo, hi]`` a round's split pmf dominates the round (a two-point
     distribution per bin with the bin's P- and Q-masses), so for ``t ≥ 0`` its
     ``Σ_j p_j e^{t x_j}`` bounds ``E_P[e^{tL}; lo ≤ L ≤ hi]`` from above: ``e^{tL} =
     u^{−t}`` is convex in ``u = e^{−L}``, whose mean over the bin the split keeps, at the
     bin's ends. Let ``A`` be the event that every round's loss lies in its range. Then
-    ``δ(ε) ≤ P(Aᶜ) + E[(1 − e^{ε−S})₊; A] ≤ Σ_k n_k out_k + c(t) e^{Λ(t) − tε}``, with
-    ``(1 − e^{−y})₊ ≤ c(t) e^{ty}`` for ``c(t) = t^t/(1 + t)^{1+t}`` (the maximum of
+    ``δ(ε) ≤ P(Aᶜ) + E[(1 − e^{ε−S})₊; A] ≤ Σ_k n_k out_k + κ_t e^{Λ(t) − tε}``, with
+    ``(1 − e^{−y})₊ ≤ κ_t e^{ty}`` for ``κ_t = t^t/(1 + t)^{1+t}`` (the maximum of
     ``(1 − e^{−y}) e^{−ty}``, at ``e^{−y} = 1/(1 + t)``) and ``Λ = Σ_k n_k log M_k`` the
-    planned cumulant sum. So ``ε ≤ min_t (Λ(t) + log c(t) − log(δ − Σ_k n_k out_k))/t``.
+    planned cumulant sum; minimised over the planner's tilts for δ, and for ε:
+    ``ε ≤ min_t (Λ(t) + log κ_t − log(δ − Σ_k n_k out_k))/t``.
 
     Rounding: each round's ``log M_k`` (a log-sum of at most 1024 terms whose arguments
     round by 2u of ``|t x| + |log p|``) and the masses behind it are charged ``1e-9 +
     1e-10(|log M_k| + t max|x|)``, far more than their float64 errors; the sum over the
-    phases ``1e-10 Σ_k n_k|log M_k|`` (``γ_K`` for K ≤ 10⁵ phases); the quotient
-    ``1e-12`` relative.
+    phases ``1e-10 Σ_k n_k|log M_k|`` (``γ_K`` for K ≤ 10⁵ phases); the result ``1e-12``
+    relative.
     """
     n_tot = jnp.sum(nf)
     x_max = jnp.maximum(jnp.abs(lo), jnp.abs(hi))  # (K, n_dir)
@@ -175,10 +179,14 @@ def _certified_chernoff(ts, lam, lam_tot, lo, hi, outside, nf, log_delta):
         + 1e-10 * ts[None, :] * jnp.einsum("k,kd->d", nf, x_max)[:, None]
     )
     out_tot = jnp.einsum("k,kd->d", nf, outside) * (1.0 + 1e-9)
-    left = jnp.exp(log_delta) - out_tot
-    log_left = jnp.log(jnp.where(left > 0, left, 1.0))
     log_c = -ts * jnp.log1p(1.0 / ts) - jnp.log1p(ts)  # t log t − (1 + t) log(1 + t)
-    eps = jnp.min((lam_tot + margin + log_c[None, :] - log_left[:, None]) / ts[None, :], axis=-1)
+    core = lam_tot + margin + log_c[None, :]  # log of the bound on κ_t E[e^{tS}; A]
+    if query == "delta":
+        inside = jnp.exp(jnp.min(core - ts[None, :] * target, axis=-1))
+        return jnp.minimum((out_tot + inside) * (1.0 + 1e-12), 1.0)
+    left = target - out_tot
+    log_left = jnp.log(jnp.where(left > 0, left, 1.0))
+    eps = jnp.min((core - log_left[:, None]) / ts[None, :], axis=-1)
     eps = jnp.maximum(eps, 0.0) * (1.0 + 1e-12)
     return jnp.where((left > 0) & jnp.isfinite(eps), eps, jnp.inf)
 
@@ -251,7 +259,6 @@ def plan(loss, values, mu, q, n, query, target, tol, hint=jnp.nan, tau_cap=jnp.i
         return jnp.sqrt(jnp.maximum(var, 1e-30))
 
     if query == "epsilon":
-        eps_bound = _certified_chernoff(ts, lam, lam_tot, lo, hi, outside, nf, log_target)
         eps_ch = (lam_tot - log_target) / ts
         it = jnp.argmin(eps_ch, axis=-1)
         eps_ch_min = jnp.min(eps_ch, axis=-1)
@@ -260,6 +267,7 @@ def plan(loss, values, mu, q, n, query, target, tol, hint=jnp.nan, tau_cap=jnp.i
         t_s = ts[it]
         corr = jnp.log(t_s * (1.0 + t_s) * math.sqrt(2.0 * math.pi) * composed_sd(t_s)) / t_s
         eps_sp = eps_ch_min - jnp.maximum(corr, 0.0)
+        estimate = eps_sp
         eps_ref = jnp.maximum(0.8 * eps_sp, 0.1 * eps_ch_min)
         eps_ref = jnp.where(jnp.isfinite(hint), jnp.minimum(eps_ref, hint), eps_ref)
         eps_ref = jnp.maximum(eps_ref, 1e-9)
@@ -270,8 +278,11 @@ def plan(loss, values, mu, q, n, query, target, tol, hint=jnp.nan, tau_cap=jnp.i
         # δ(ε) to a relative tol: an ε-error of tol/a (a the saddle point).
         eps_ref = 1.0 / ts[it]
         eps_ch_min = jnp.full(eps_ref.shape, target)
-        eps_bound = jnp.full(eps_ref.shape, jnp.inf)
         log_delta_ref = jnp.min(obj, axis=-1) - 5.0
+        # The saddle-point estimate of δ (as for ε queries above).
+        t_s = ts[it]
+        corr = jnp.log(t_s * (1.0 + t_s) * math.sqrt(2.0 * math.pi) * composed_sd(t_s))
+        estimate = jnp.exp(jnp.min(obj, axis=-1) - corr)
         # A re-plan's hint is the first answer's δ (halved): the Chernoff bound can lie
         # many orders of magnitude above δ (a bimodal tilted loss: small q, tiny δ), and a
         # scale within e^{_LOG_SCALE_MAX} of it is not one within reach of δ. One round at
@@ -392,7 +403,8 @@ def plan(loss, values, mu, q, n, query, target, tol, hint=jnp.nan, tau_cap=jnp.i
         pp=pp,
         eps_ref=eps_ref,
         eps_ch=eps_ch_min,
-        eps_bound=eps_bound,
+        bound=_certified_chernoff(ts, lam, lam_tot, lo, hi, outside, nf, query, target),
+        estimate=estimate,
         b_need=b_need,
         j_need=j_need,
         b_alias=b_alias,
