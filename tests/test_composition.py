@@ -689,6 +689,22 @@ def test_plan_bound_is_certified_for_q1(sigma, steps, delta):
     assert np.all(bound >= gaussian_delta(ref, mu)) and np.all(bound <= 100 * delta)
 
 
+@pytest.mark.parametrize("adversary, d", [("npo", 1), ("glrt", 1), ("glrt", 10)])
+def test_plan_bound_lies_above_the_answer(adversary, d):
+    """Three phases (σ = 0.8, 1.2, 2.0; q = 0.02, 0.01, 0.05; 300 steps each), δ = 1e-6:
+    the largest direction's bound lies above the engine's answer (its tol = 1e-6 lower
+    bound, an inversion of the composed transform, not a Chernoff bound). It is finite,
+    if loose for GLRT (NPO 1.1×, GLRT d = 1 1.2× and d = 10 1.5× the answer here)."""
+    sig, q, n = np.array([0.8, 1.2, 2.0]), np.array([0.02, 0.01, 0.05]), np.full(3, 300)
+    answer = accountant.schedule_epsilon(sig, q, n, 1e-6, adversary=adversary, d=d, tol=1e-6)
+    sig_p, q_p, n_p = pad_phases(sig, q, n, np)
+    static = dict(adversary=adversary, d=d, neighbouring="add_remove", query="epsilon")
+    nan, tol = np.float64(np.nan), np.float64(composition.DEFAULT_TOL)
+    p = composition._plan_stage(1.0 / sig_p, q_p, n_p, np.float64(1e-6), tol, nan, np.inf, **static)
+    top = float(np.max(np.asarray(p.bound)))
+    assert float(answer.lower) <= top < 2.0 * float(answer.upper)
+
+
 def _distinct_phases(k, sig_range, q_range, steps, seed=1):
     rng = np.random.default_rng(seed)
     return rng.uniform(*sig_range, k), rng.uniform(*q_range, k), np.full(k, steps)
