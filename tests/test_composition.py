@@ -734,6 +734,29 @@ def test_many_phases_compose_the_lead_direction_alone(monkeypatch, query):
     assert add < float(one.lower)
 
 
+def test_large_schedules_sum_their_phases_in_two_halves(monkeypatch):
+    """600 distinct phases: the phase sums run in two halves side by side (300 phases each,
+    slices of the same padded arrays), and the answer equals that of one pass over all
+    phases (the same additions in another order: 1e-12 relative)."""
+    sig, q, n = _distinct_phases(600, (0.8, 1.5), (0.005, 0.02), 10)
+    parts = []
+    part = composition._part_sums_program
+
+    def recording(*args, **kwargs):
+        parts.append((int(args[5]), int(args[6]), kwargs["length"]))
+        return part(*args, **kwargs)
+
+    monkeypatch.setattr(composition, "_part_sums_program", recording)
+    halves = accountant.schedule_epsilon(sig, q, n, 1e-5)
+    assert sorted(parts)[:2] == [(0, 300, 512), (300, 300, 512)]
+    parts.clear()
+    monkeypatch.setattr(composition, "_HALVES_FROM", 10**9)
+    whole = accountant.schedule_epsilon(sig, q, n, 1e-5)
+    assert not parts
+    for x, y in zip(halves, whole, strict=True):
+        np.testing.assert_allclose(float(x), float(y), rtol=1e-12)
+
+
 def test_lead_alone_composes_every_direction_when_the_others_may_decide(monkeypatch):
     """Where the left-out direction's bound does not lie below the answer's lower bound,
     the pass is repeated over every direction (forced here by leaving the add direction

@@ -197,6 +197,19 @@ def _pool(name: str, threads: int) -> concurrent.futures.ThreadPoolExecutor:
         return _POOLS[name]
 
 
+def side_by_side(*fns: Callable[[], object]) -> list:
+    """``[fn() for fn in fns]``, each in a thread of its own, in this thread's context.
+
+    XLA releases Python's lock while it runs a program, and the CPU backend runs a
+    program's scan on about one core, so programs called this way run side by side on
+    the cores (the composition engine's phase sums of a large schedule, in two halves).
+    An error in any ``fn`` is raised here.
+    """
+    pool = _pool("side", 2)
+    futures = [pool.submit(_in_context(fn)) for fn in fns]
+    return [f.result() for f in futures]
+
+
 def _compiler() -> concurrent.futures.ThreadPoolExecutor:
     """Threads that compile the programs :func:`ahead` prepares (XLA releases Python's
     lock while it compiles, and a small program compiles on about one core)."""
@@ -214,6 +227,11 @@ def preparing():
     one that finds it being prepared (by :func:`ahead`) waits for that.
     """
     return _setting(_AHEAD)
+
+
+def preparing_now() -> bool:
+    """Whether this thread is in :func:`preparing` (stored programs prepared, not run)."""
+    return _AHEAD.get()
 
 
 def _worker() -> concurrent.futures.ThreadPoolExecutor:
