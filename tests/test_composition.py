@@ -692,11 +692,11 @@ def test_plan_bound_is_certified_for_q1(sigma, steps, delta):
 @pytest.mark.parametrize("adversary, d", [("npo", 1), ("glrt", 1), ("glrt", 10)])
 def test_plan_bound_lies_above_the_answer(adversary, d):
     """Three phases (σ = 0.8, 1.2, 2.0; q = 0.02, 0.01, 0.05; 300 steps each), δ = 1e-6:
-    the largest direction's bound lies above the engine's answer (its tol = 1e-6 lower
-    bound, an inversion of the composed transform, not a Chernoff bound). It is finite,
-    if loose for GLRT (NPO 1.1×, GLRT d = 1 1.2× and d = 10 1.5× the answer here)."""
+    the largest direction's bound lies above the engine's answer (its lower bound, an
+    inversion of the composed transform, not a Chernoff bound). It is finite, if loose
+    for GLRT (NPO 1.1×, GLRT d = 1 1.2× and d = 10 1.5× the answer here)."""
     sig, q, n = np.array([0.8, 1.2, 2.0]), np.array([0.02, 0.01, 0.05]), np.full(3, 300)
-    answer = accountant.schedule_epsilon(sig, q, n, 1e-6, adversary=adversary, d=d, tol=1e-6)
+    answer = accountant.schedule_epsilon(sig, q, n, 1e-6, adversary=adversary, d=d)
     sig_p, q_p, n_p = pad_phases(sig, q, n, np)
     static = dict(adversary=adversary, d=d, neighbouring="add_remove", query="epsilon")
     nan, tol = np.float64(np.nan), np.float64(composition.DEFAULT_TOL)

@@ -276,26 +276,15 @@ def _sums_in_halves(mu, q, n, p, values, **static):
     used = int(np.flatnonzero(steps > 0)[-1]) + 1  # phases up to the last with steps
     first = (used + 1) // 2
     length = bucket(first, minimum=PHASE_FLOOR)
-    if first + length > steps.shape[0]:  # (not for padded buckets: kept as a guard)
+    if first + length > steps.shape[0]:  # a slice would be moved (never in a bucket)
         return _sums_program(mu, q, n, p, values, **static)
-    parts = [(0, first), (first, used - first)]
-    first_out, second_out = programs.side_by_side(
-        *(
-            functools.partial(
-                _part_sums_program,
-                mu,
-                q,
-                n,
-                p,
-                values,
-                np.int64(a),
-                np.int64(c),
-                length=length,
-                **static,
-            )
-            for a, c in parts
+
+    def half(start, count):
+        return lambda: _part_sums_program(
+            mu, q, n, p, values, np.int64(start), np.int64(count), length=length, **static
         )
-    )
+
+    first_out, second_out = programs.side_by_side(half(0, first), half(first, used - first))
     carry = jax.tree_util.tree_map(
         lambda a, b: np.asarray(a) + np.asarray(b), first_out[0], second_out[0]
     )
