@@ -198,7 +198,8 @@ def _pool(name: str, threads: int) -> concurrent.futures.ThreadPoolExecutor:
 
 
 def side_by_side(*fns: Callable[[], object]) -> list:
-    """``[fn() for fn in fns]``, each in a thread of its own, in this thread's context.
+    """``[fn() for fn in fns]`` in two background threads (two calls at a time), each in
+    this thread's context.
 
     XLA releases Python's lock while it runs a program, and the CPU backend runs a
     program's scan on about one core, so programs called this way run side by side on
