@@ -403,9 +403,11 @@ def test_glrt_decreasing_in_sigma():
 
 def test_glrt_tiny_delta_is_not_floored_by_tail_rounding():
     """δ(ε) of about 1e-36: the mass left outside each round's grid is bounded by Chernoff,
-    not by the non-central χ² cdf taken as 1 − sf (≈ q·2e-16 per round: 2e-15 in all)."""
+    not by the non-central χ² cdf taken as 1 − sf (≈ q·2e-16 per round: 2e-15 in all).
+    One pass at the jit sizes: the bound's floor is the per-round outside mass, which more
+    nodes or points do not lower (the default's re-plans end at the same upper bound)."""
     s, q, n = [1.2, 1.0], [0.02, 0.01], [200, 800]
-    glrt = accountant.schedule_delta(s, q, n, 2.0, adversary="glrt", d=10)
+    glrt = accountant.schedule_delta(s, q, n, 2.0, adversary="glrt", d=10, points=512, nodes=4096)
     npo = accountant.schedule_delta(s, q, n, 2.0)
     assert 0.0 <= float(glrt.lower) <= float(glrt.upper) < 1e-20
     assert float(glrt.upper) < float(npo.lower)  # GLRT below NPO (npo ≈ 1.4e-5)
@@ -735,10 +737,12 @@ def test_many_phases_compose_the_lead_direction_alone(monkeypatch, query):
 
 
 def test_large_schedules_sum_their_phases_in_two_halves(monkeypatch):
-    """600 distinct phases: the phase sums run in two halves side by side (300 phases each,
-    slices of the same padded arrays), and the answer equals that of one pass over all
-    phases (the same additions in another order: 1e-12 relative)."""
-    sig, q, n = _distinct_phases(600, (0.8, 1.5), (0.005, 0.02), 10)
+    """Distinct phases past ``_HALVES_FROM`` (lowered here from 512 to 64, so that the
+    whole pass shares its programs with the other 100-phase tests): the phase sums run in
+    two halves side by side (50 phases each, slices of the same padded arrays), and the
+    answer equals that of one pass over all phases (the same additions in another order:
+    1e-12 relative)."""
+    sig, q, n = _distinct_phases(100, (0.8, 1.5), (0.005, 0.02), 10)
     parts = []
     part = composition._part_sums_program
 
@@ -747,8 +751,9 @@ def test_large_schedules_sum_their_phases_in_two_halves(monkeypatch):
         return part(*args, **kwargs)
 
     monkeypatch.setattr(composition, "_part_sums_program", recording)
+    monkeypatch.setattr(composition, "_HALVES_FROM", 64)
     halves = accountant.schedule_epsilon(sig, q, n, 1e-5)
-    assert sorted(parts)[:2] == [(0, 300, 512), (300, 300, 512)]
+    assert sorted(parts)[:2] == [(0, 50, 64), (50, 50, 64)]
     parts.clear()
     monkeypatch.setattr(composition, "_HALVES_FROM", 10**9)
     whole = accountant.schedule_epsilon(sig, q, n, 1e-5)
