@@ -210,6 +210,39 @@ def test_first_pass_is_prepared_in_the_background(with_store, tmp_path, monkeypa
     programs.forget()
 
 
+def test_many_phases_prepare_their_first_pass_after_the_plan(monkeypatch):
+    """A schedule of many phases (K = 100 here, in two halves: ``_HALVES_FROM`` lowered
+    from 512) cannot guess its sizes before the plan, but once the plan has chosen them its
+    phase sums (the one program of both halves) and bounds are traced in the background,
+    so that they compile side by side; the answer is the same."""
+    rng = np.random.default_rng(2)
+    sig, q = rng.uniform(0.8, 1.5, 100), rng.uniform(0.005, 0.02, 100)
+    monkeypatch.setattr(composition, "_HALVES_FROM", 64)
+    programs.forget()
+    monkeypatch.setattr(composition, "_prepare_pass", lambda *a, **k: None)
+    alone = np.asarray(accountant.schedule_epsilon(sig, q, 10, 1e-5))
+    monkeypatch.undo()
+    monkeypatch.setattr(composition, "_HALVES_FROM", 64)
+    programs.forget()
+    prepared = []
+    original = programs._Stored._prepare
+
+    def recording(self, key, options, args, static, ahead):
+        prepared.append((self._name.rsplit(".", 1)[-1], ahead))
+        return original(self, key, options, args, static, ahead)
+
+    monkeypatch.setattr(programs._Stored, "_prepare", recording)
+    got = np.asarray(accountant.schedule_epsilon(sig, q, 10, 1e-5))
+    # (the plan is compiled by the eager call: its sizes are not known before it)
+    assert prepared[:3] == [
+        ("_plan_program", False),
+        ("_part_sums_program", True),
+        ("_bounds_stage", True),
+    ]
+    _assert_same(got, alone)
+    programs.forget()
+
+
 def test_replans_are_prepared_in_the_background(monkeypatch):
     """N = 10, q = 1e-3, δ = 1e-10: the first pass (4096 nodes) re-plans (one direction,
     more nodes). That pass's phase sums and bounds are prepared in the background too,

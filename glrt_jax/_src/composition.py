@@ -265,25 +265,38 @@ def _bounds_stage(carry, p, tau, tilts, n_tot, target, gam, valid, *, J, query):
 _HALVES_FROM = 512
 
 
+def _halves(n):
+    """``(first, used, length)`` of the two halves of concrete steps ``n``: the first half
+    is phases ``[0, first)``, the second ``[first, used)``, each sliced ``length`` long
+    (None where a slice would run past the padded phases: never in a bucket)."""
+    steps = np.asarray(n)
+    used = int(np.flatnonzero(steps > 0)[-1]) + 1  # phases up to the last with steps
+    first = (used + 1) // 2
+    length = bucket(first, minimum=PHASE_FLOOR)
+    return None if first + length > steps.shape[0] else (first, used, length)
+
+
 def _sums_in_halves(mu, q, n, p, values, **static):
     """``_sums_program`` in two halves of the phases, side by side, their carries added.
 
     The carry is a sum over phases, so the halves' carries add up to the whole's, in
     another order of the same additions (the rounding terms assume none). Each half is a
-    slice of the same (padded) arrays, taken inside :func:`_part_sums_program`.
+    slice of the same (padded) arrays, taken inside :func:`_part_sums_program`. While
+    programs are prepared (:func:`programs.preparing`), the one program of both halves is
+    prepared, and its output shapes (the whole's) returned.
     """
-    steps = np.asarray(n)
-    used = int(np.flatnonzero(steps > 0)[-1]) + 1  # phases up to the last with steps
-    first = (used + 1) // 2
-    length = bucket(first, minimum=PHASE_FLOOR)
-    if first + length > steps.shape[0]:  # a slice would be moved (never in a bucket)
+    halves = _halves(n)
+    if halves is None:
         return _sums_program(mu, q, n, p, values, **static)
+    first, used, length = halves
 
     def half(start, count):
         return lambda: _part_sums_program(
             mu, q, n, p, values, np.int64(start), np.int64(count), length=length, **static
         )
 
+    if programs.preparing_now():
+        return half(0, first)()
     first_out, second_out = programs.side_by_side(half(0, first), half(first, used - first))
     carry = jax.tree_util.tree_map(
         lambda a, b: np.asarray(a) + np.asarray(b), first_out[0], second_out[0]
@@ -295,7 +308,6 @@ def _in_halves(n):
     """Whether the phase sums of ``n`` (concrete steps per phase) run in two halves."""
     return (
         not isinstance(n, jax.core.Tracer)
-        and not programs.preparing_now()
         and jax.default_backend() == "cpu"
         and np.count_nonzero(np.asarray(n) > 0) >= _HALVES_FROM
     )
@@ -812,6 +824,8 @@ def _query_once(
     only, others_up = None, -np.inf
     if auto and not traced and mu.shape[0] >= FINE_SIZES_FROM:
         only, others_up = _lead_alone(p)
+    if auto and not traced:  # (a first pass of a few phases is mostly prepared already)
+        _prepare_pass(valid, mu, q, n, target, p, (points, nodes), only, static)
     bounds, diag = _staged(valid, mu, q, n, target, p, B=points, J=nodes, only=only, **static)
     if only is not None and others_up > float(bounds.lower):
         # The plan's bound leaves another direction able to decide: compose them all.
@@ -868,19 +882,25 @@ def _prepare_first_pass(valid, mu, q, n, target, tol, static):
     _prepare_pass(valid, mu, q, n, target, p, _sizes_for_needs(mu.shape[0], 0.0, 0.0), None, static)
 
 
+# (start, count) of a half, as the eager calls pass them (their dtype is in the program's key).
+_ZEROS = (np.int64(0), np.int64(0))
+
+
 def _prepare_pass(valid, mu, q, n, target, p, sizes, only, static):
     """A pass whose phase sums are not compiled yet (the first pass, whose plan ``p`` may
     be its output shapes, or a re-plan): its sums and bounds are traced in the background
-    (:func:`programs.ahead`), the bounds while the sums compile. Schedules of fewer than
-    ``FINE_SIZES_FROM`` phases only: larger ones' compilations would compete for the
-    cores."""
-    if mu.shape[0] >= FINE_SIZES_FROM:
-        return
+    (:func:`programs.ahead`), the bounds while the sums compile, so that the two compile
+    side by side (K = 10⁴ distinct phases: the first call 1.5 s shorter)."""
     loss, values = losses.program_key(
         static["adversary"], static["d"], static["neighbouring"], mu.shape[0]
     )
     B, J = sizes
-    if _sums_program.loaded(mu, q, n, p, values, loss=loss, B=B, J=J, only=only):
+    sums = dict(loss=loss, B=B, J=J, only=only)
+    halves = _halves(n) if _in_halves(n) else None
+    if halves is None:
+        if _sums_program.loaded(mu, q, n, p, values, **sums):
+            return
+    elif _part_sums_program.loaded(mu, q, n, p, values, *_ZEROS, length=halves[2], **sums):
         return
     programs.ahead(lambda: _staged(valid, mu, q, n, target, p, B=B, J=J, only=only, **static))
 
