@@ -232,6 +232,14 @@ def test_many_phases_prepare_their_first_pass_after_the_plan(monkeypatch):
         return original(self, key, options, args, static, ahead)
 
     monkeypatch.setattr(programs._Stored, "_prepare", recording)
+    ahead = programs.ahead
+
+    def settled(fn):  # (see test_first_pass_is_prepared_in_the_background)
+        fut = ahead(fn)
+        concurrent.futures.wait([fut])
+        return fut
+
+    monkeypatch.setattr(programs, "ahead", settled)
     got = np.asarray(accountant.schedule_epsilon(sig, q, 10, 1e-5))
     # (the plan is compiled by the eager call: its sizes are not known before it)
     assert prepared[:3] == [
