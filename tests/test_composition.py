@@ -736,32 +736,60 @@ def test_many_phases_compose_the_lead_direction_alone(monkeypatch, query):
     assert add < float(one.lower)
 
 
-def test_large_schedules_sum_their_phases_in_two_halves(monkeypatch):
+def test_large_schedules_run_in_two_halves(monkeypatch):
     """Distinct phases past ``_HALVES_FROM`` (lowered here from 512 to 64, so that the
-    whole pass shares its programs with the other 100-phase tests): the phase sums run in
-    two halves side by side (50 phases each, slices of the same padded arrays), and the
-    answer equals that of one pass over all phases (the same additions in another order:
-    1e-12 relative)."""
+    whole pass shares its programs with the other 100-phase tests): the plan's per-phase
+    part and the phase sums run in two halves side by side (50 phases each, slices of the
+    same padded arrays), and the answer equals that of one program over all phases (the
+    plan's per-phase values are the same, its sums and the phase sums the same additions
+    in another order: 1e-12 relative)."""
     sig, q, n = _distinct_phases(100, (0.8, 1.5), (0.005, 0.02), 10)
     parts = []
-    part = composition._part_sums_program
 
-    def recording(*args, **kwargs):
-        if not programs.preparing_now():  # (the eager calls, not their preparation)
-            parts.append((int(args[5]), int(args[6]), kwargs["length"]))
-        return part(*args, **kwargs)
+    def recording(name):
+        program = getattr(composition, name)
 
-    recording.loaded = part.loaded
-    monkeypatch.setattr(composition, "_part_sums_program", recording)
+        def call(*args, **kwargs):
+            if not programs.preparing_now():  # (the eager calls, not their preparation)
+                start, count = (int(args[i]) for i in (-2, -1))
+                parts.append((name, start, count, kwargs["length"]))
+            return program(*args, **kwargs)
+
+        call.loaded = program.loaded
+        monkeypatch.setattr(composition, name, call)
+
+    recording("_part_sums_program")
+    recording("_plan_part_program")
     monkeypatch.setattr(composition, "_HALVES_FROM", 64)
     halves = accountant.schedule_epsilon(sig, q, n, 1e-5)
-    assert sorted(parts)[:2] == [(0, 50, 64), (50, 50, 64)]
+    for name in ("_plan_part_program", "_part_sums_program"):
+        assert sorted(p[1:] for p in parts if p[0] == name)[:2] == [(0, 50, 64), (50, 50, 64)]
     parts.clear()
     monkeypatch.setattr(composition, "_HALVES_FROM", 10**9)
     whole = accountant.schedule_epsilon(sig, q, n, 1e-5)
     assert not parts
     for x, y in zip(halves, whole, strict=True):
         np.testing.assert_allclose(float(x), float(y), rtol=1e-12)
+
+
+def test_eager_gradients_of_schedules_that_run_in_halves(monkeypatch):
+    """``jax.grad`` without ``jit`` of a schedule long enough for the halves (nine phases
+    with ``_HALVES_FROM`` lowered to 2): its tracers belong to the calling thread, so the
+    programs run whole (the halves' threads once let them escape their transformation),
+    and the gradient agrees with a central difference of the eager bound (which runs in
+    halves)."""
+    monkeypatch.setattr(composition, "_HALVES_FROM", 2)
+    sig, q, n = _distinct_phases(9, (0.8, 1.5), (0.005, 0.02), 10)
+
+    def upper(s):
+        return accountant.schedule_epsilon(s, q, n, 1e-5, **SZ).upper
+
+    grad = jax.grad(upper)(jnp.asarray(sig))
+    assert np.all(np.isfinite(grad)) and np.all(grad < 0)
+    h = np.zeros(9)
+    h[2] = 1e-4  # the phase with the largest derivative
+    fd = (float(upper(sig + h)) - float(upper(sig - h))) / 2e-4
+    np.testing.assert_allclose(grad[2], fd, rtol=1e-2)
 
 
 def test_lead_alone_composes_every_direction_when_the_others_may_decide(monkeypatch):

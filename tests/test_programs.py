@@ -242,8 +242,9 @@ def test_many_phases_prepare_their_first_pass_after_the_plan(monkeypatch):
     monkeypatch.setattr(programs, "ahead", settled)
     got = np.asarray(accountant.schedule_epsilon(sig, q, 10, 1e-5))
     # (the plan is compiled by the eager call: its sizes are not known before it)
-    assert prepared[:3] == [
-        ("_plan_program", False),
+    assert prepared[:4] == [
+        ("_plan_part_program", False),  # (both halves' one program)
+        ("_plan_joined_program", False),
         ("_part_sums_program", True),
         ("_bounds_stage", True),
     ]

@@ -194,32 +194,38 @@ def _certified_chernoff(ts, lam, lam_tot, lo, hi, outside, nf, query, target):
     return jnp.where((left > 0) & jnp.isfinite(eps), eps, jnp.inf)
 
 
-def plan(loss, values, mu, q, n, query, target, tol, hint=jnp.nan, tau_cap=jnp.inf, floor=0.0):
-    """The plan of one query: tilt, window, smoothing and the sizes they need (no sizes used).
+def failure_log_mass(query, target, tol, n_tot):
+    """``log m``: each round's range leaves out P-tails of at most ``m`` per side (the
+    failure mass, at most ``2Nm``; ``n_tot`` the schedule's total steps N).
 
-    ``mu``, ``q``, ``n``: per phase, shape (K,). ``loss``, ``values``: the round's loss,
-    :func:`glrt_jax._src.losses.program_key`'s static key and per-phase values (K,).
-    ``hint``/``tau_cap``/``floor``: see :func:`glrt_jax._src.composition.compose_query`. Every
-    field is per direction of the neighbouring relation (leading axis), except the
-    per-phase planning points and pmf.
+    ε queries: ``m ≈ 10⁻⁴·tol·δ/N`` (a smaller m would only widen the range, and the
+    period W with it: nodes ∝ W). δ queries, whose δ is not known yet and may be far
+    below 10⁻¹⁵: ``10⁻¹²·e⁻²⁵/N``.
+    """
+    if query == "epsilon":
+        return jnp.log(target) + jnp.log(tol) - 10.0 - jnp.log(n_tot)
+    return jnp.log(1e-12) - 25.0 - jnp.log(n_tot)
+
+
+def thinning(phases: int) -> int:
+    """The planning points' ``thin`` (:func:`glrt_jax._src.grids.planning_points`) of a
+    schedule of ``phases`` (padded) phases."""
+    return 2 if phases >= _THIN_FROM else 1
+
+
+def measure_phases(loss, values, mu, q, n, log_m, thin):
+    """Each phase's round measured on its planning points, per direction:
+    ``(lo, hi, xp, pp, lam, outside)``.
+
+    ``lo``, ``hi``: the range (P-tails beyond it at most ``e^{log_m}`` per side);
+    ``xp``, ``pp``: planning points and split pmf, (K, n_dir, P); ``lam``: the split
+    pmf's cumulant generating function at the planner's tilts, (K, n_dir, T);
+    ``outside``: the P-mass outside the range, (K, n_dir). Phases with no steps may
+    repeat another phase's values (finite; their weight in every sum is 0).
     """
     directions = losses.loss_directions(loss)
-    nf = n.astype(jnp.float64)
-    n_tot = jnp.sum(nf)
-    log_target = jnp.log(target) if query == "epsilon" else jnp.log(1e-12)
-    # Each round's range leaves out P-tails of at most m per side: the failure mass, at
-    # most 2Nm. ε queries: ≈ 10⁻⁴·tol·δ (a smaller m would only widen the range, and the
-    # period W with it: nodes ∝ W). δ queries, whose δ is not known yet and may be far
-    # below 10⁻¹⁵: 10⁻¹²·e⁻²⁵.
-    if query == "epsilon":
-        log_m = log_target + jnp.log(tol) - 10.0 - jnp.log(n_tot)
-    else:
-        log_m = jnp.log(1e-12) - 25.0 - jnp.log(n_tot)
-
     ts = jnp.asarray(_T_POS)
     kk = mu.shape[0]
-    thin = 2 if kk >= _THIN_FROM else 1
-
     value = losses.phase_value(loss, values)
 
     def one(m, r, dk):
@@ -247,8 +253,41 @@ def plan(loss, values, mu, q, n, query, target, tol, hint=jnp.nan, tau_cap=jnp.i
         return out, out
 
     _, out = lax.scan(body, init, (*batches, first))
+    return tuple(v.reshape((kk,) + v.shape[2:]) for v in out)
+
+
+def plan(
+    loss,
+    values,
+    mu,
+    q,
+    n,
+    query,
+    target,
+    tol,
+    hint=jnp.nan,
+    tau_cap=jnp.inf,
+    floor=0.0,
+    measured=None,
+):
+    """The plan of one query: tilt, window, smoothing and the sizes they need (no sizes used).
+
+    ``mu``, ``q``, ``n``: per phase, shape (K,). ``loss``, ``values``: the round's loss,
+    :func:`glrt_jax._src.losses.program_key`'s static key and per-phase values (K,).
+    ``hint``/``tau_cap``/``floor``: see :func:`glrt_jax._src.composition.compose_query`.
+    ``measured``: :func:`measure_phases`' output for these phases, if already at hand
+    (computed here otherwise). Every field is per direction of the neighbouring relation
+    (leading axis), except the per-phase planning points and pmf.
+    """
+    nf = n.astype(jnp.float64)
+    n_tot = jnp.sum(nf)
+    log_target = jnp.log(target) if query == "epsilon" else jnp.log(1e-12)
+    ts = jnp.asarray(_T_POS)
+    if measured is None:
+        log_m = failure_log_mass(query, target, tol, n_tot)
+        measured = measure_phases(loss, values, mu, q, n, log_m, thinning(mu.shape[0]))
     # lo, hi, outside: (K, n_dir); xp, pp: (K, n_dir, P); lam: (K, n_dir, T)
-    lo, hi, xp, pp, lam, outside = (v.reshape((kk,) + v.shape[2:]) for v in out)
+    lo, hi, xp, pp, lam, outside = measured
     lam_tot = jnp.einsum("k,kdt->dt", nf, lam)
 
     def tilted_var(x, p, tt):
