@@ -61,9 +61,9 @@ _LOG2 = math.log(2.0)
 _SQRT_HALF = math.sqrt(0.5)
 # Bisection steps for the per-round loss range. Only ends whose tails were checked are
 # kept, so the range leaves out at most the failure mass after any number of steps; 48
-# halvings of the initial bracket ±(μ²/2 + 40μ + 10 − log q) leave each end within
-# 2^-47 of that bound of the exact one (1.2e-12 for σ ≥ 0.3, q ≥ 1e-6). 80 steps cost a
-# tenth of the plan at K = 10⁴ phases for answers that moved by at most 1e-12 relative.
+# halvings of the initial bracket ±c, c = μ²/2 + 40μ + 10 − log q, leave each end within
+# 2^-47·c of the exact one (1.2e-12 for σ ≥ 0.3, q ≥ 1e-6). 80 steps cost a tenth of the
+# plan at K = 10⁴ phases for answers that moved by at most 1e-12 relative.
 _BISECT_ITERS = 48
 
 
