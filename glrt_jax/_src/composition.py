@@ -224,7 +224,8 @@ def _plan_stage(
 
 @programs.stored(
     static_argnames=("loss", "query", "length", "thin"),
-    size=lambda *_, length, **__: 512 * length,
+    # (the whole plan's size, so that both take the same compiler options)
+    size=lambda mu, *_, **__: 512 * mu.shape[0],
 )
 def _plan_part_program(mu, q, n, target, tol, values, start, count, *, loss, query, length, thin):
     """The per-phase part of the plan (:func:`planning.measure_phases`) over the ``count``
