@@ -215,10 +215,7 @@ def _plan_stage(
             loss=loss, query=query, length=length, thin=planning.thinning(mu.shape[0]),
         )  # fmt: skip
 
-    if programs.preparing_now():
-        parts = [half(0, first)()] * 2
-    else:
-        parts = programs.side_by_side(half(0, first), half(first, used - first))
+    parts = programs.side_by_side(half(0, first), half(first, used - first))
     return _plan_joined_program(*args, *parts, np.int64(first), loss=loss, query=query)
 
 

@@ -203,8 +203,9 @@ def side_by_side(*fns: Callable[[], object]) -> list:
 
     XLA releases Python's lock while it runs a program, and the CPU backend runs a
     program's scan on about one core, so programs called this way run side by side on
-    the cores (the composition engine's phase sums of a large schedule, in two halves).
-    An error in any ``fn`` is raised here.
+    the cores (the composition engine's plan and phase sums of a large schedule, in two
+    halves). An error in any ``fn`` is raised here. Tracers must not be among the calls'
+    inputs: they belong to this thread's transformation.
     """
     pool = _pool("side", 2)
     futures = [pool.submit(_in_context(fn)) for fn in fns]
