@@ -737,8 +737,7 @@ def test_many_phases_compose_the_lead_direction_alone(monkeypatch, query):
 
 
 def test_large_schedules_run_in_two_halves(monkeypatch):
-    """Distinct phases past ``_HALVES_FROM`` (lowered here from 512 to 64, so that the
-    whole pass shares its programs with the other 100-phase tests): the plan's per-phase
+    """Distinct phases past ``_HALVES_FROM`` (64): the plan's per-phase
     part and the phase sums run in two halves side by side (50 phases each, slices of the
     same padded arrays), and the answer equals that of one program over all phases (the
     plan's per-phase values are the same, its sums and the phase sums the same additions
@@ -760,7 +759,6 @@ def test_large_schedules_run_in_two_halves(monkeypatch):
 
     recording("_part_sums_program")
     recording("_plan_part_program")
-    monkeypatch.setattr(composition, "_HALVES_FROM", 64)
     halves = accountant.schedule_epsilon(sig, q, n, 1e-5)
     for name in ("_plan_part_program", "_part_sums_program"):
         assert sorted(p[1:] for p in parts if p[0] == name)[:2] == [(0, 50, 64), (50, 50, 64)]

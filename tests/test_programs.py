@@ -211,18 +211,16 @@ def test_first_pass_is_prepared_in_the_background(with_store, tmp_path, monkeypa
 
 
 def test_many_phases_prepare_their_first_pass_after_the_plan(monkeypatch):
-    """A schedule of many phases (K = 100 here, in two halves: ``_HALVES_FROM`` lowered
-    from 512) cannot guess its sizes before the plan, but once the plan has chosen them its
-    phase sums (the one program of both halves) and bounds are traced in the background,
-    so that they compile side by side; the answer is the same."""
+    """A schedule of many phases (K = 100 here, in two halves) cannot guess its sizes
+    before the plan, but once the plan has chosen them its phase sums (the one program of
+    both halves) and bounds are traced in the background, so that they compile side by
+    side; the answer is the same."""
     rng = np.random.default_rng(2)
     sig, q = rng.uniform(0.8, 1.5, 100), rng.uniform(0.005, 0.02, 100)
-    monkeypatch.setattr(composition, "_HALVES_FROM", 64)
     programs.forget()
     monkeypatch.setattr(composition, "_prepare_pass", lambda *a, **k: None)
     alone = np.asarray(accountant.schedule_epsilon(sig, q, 10, 1e-5))
     monkeypatch.undo()
-    monkeypatch.setattr(composition, "_HALVES_FROM", 64)
     programs.forget()
     prepared = []
     original = programs._Stored._prepare

@@ -309,10 +309,13 @@ def _bounds_stage(carry, p, tau, tilts, n_tot, target, gam, valid, *, J, query):
     return Bounds(*(jnp.where(valid, v, jnp.nan) for v in out)), diag
 
 
-# Eager schedules of at least this many phases (with steps) on a CPU run their phase sums in
-# two halves side by side (programs.side_by_side): K = 10⁴ distinct phases 2.2–2.6 → 1.5 s
-# on two cores, the sums equal to 6e-15 relative (another order of the same additions).
-_HALVES_FROM = 512
+# Eager schedules of at least this many phases (with steps) on a CPU run the plan's
+# per-phase part and the phase sums in two halves side by side (programs.side_by_side): as
+# for FINE_SIZES_FROM, from 64 phases on the work, not the compilation, is what costs.
+# Alternating processes on a 2-core CPU: K = 100 71 → 53 ms warm, K = 300 145 → 105 ms,
+# K = 450 176 → 125 ms (first calls within ±0.5 s); K = 10⁴ phase sums 2.2–2.6 → 1.5 s and
+# plan 1.94 → 1.7 s; the sums equal to 6e-15 relative (another order of the same additions).
+_HALVES_FROM = 64
 
 
 def _halves(n):
