@@ -204,19 +204,18 @@ def _plan_stage(
     # d = 1 share one, every other d shares one (d is data).
     loss, values = losses.program_key(adversary, d, neighbouring, mu.shape[0])
     args = (mu, q, n, target, tol, hint, tau_cap, floor, values)
-    halves = _halves(n) if _in_halves(n, args) else None
+    halves = _halves(n, args)
     if halves is None:
         return _plan_program(*args, loss=loss, query=query)
-    first, used, length = halves
 
-    def half(start, count):
-        return lambda: _plan_part_program(
-            mu, q, n, target, tol, values, np.int64(start), np.int64(count),
-            loss=loss, query=query, length=length, thin=planning.thinning(mu.shape[0]),
+    def part(start, count):
+        return _plan_part_program(
+            mu, q, n, target, tol, values, start, count,
+            loss=loss, query=query, length=halves[2], thin=planning.thinning(mu.shape[0]),
         )  # fmt: skip
 
-    parts = programs.side_by_side(half(0, first), half(first, used - first))
-    return _plan_joined_program(*args, *parts, np.int64(first), loss=loss, query=query)
+    parts = _side_by_side(halves, part)
+    return _plan_joined_program(*args, *parts, np.int64(halves[0]), loss=loss, query=query)
 
 
 @programs.stored(
@@ -226,16 +225,11 @@ def _plan_stage(
 )
 def _plan_part_program(mu, q, n, target, tol, values, start, count, *, loss, query, length, thin):
     """The per-phase part of the plan (:func:`planning.measure_phases`) over the ``count``
-    phases from ``start`` (``length`` of them taken, the rest with no steps; ranges from
-    the whole schedule's failure mass)."""
-
-    def cut(v):
-        return lax.dynamic_slice_in_dim(v, start, length, axis=0)
-
-    steps = jnp.where(jnp.arange(length) < count, cut(n), 0)
+    phases from ``start`` (see :func:`_slice_phases`; ranges from the whole schedule's
+    failure mass). Eager and untraced only (:func:`_halves`)."""
+    cut, steps = _slice_phases(n, start, count, length)
     log_m = planning.failure_log_mass(query, target, tol, jnp.sum(n.astype(jnp.float64)))
-    measured = planning.measure_phases(loss, cut(values), cut(mu), cut(q), steps, log_m, thin)
-    return jax.tree_util.tree_map(jax.lax.stop_gradient, measured)
+    return planning.measure_phases(loss, cut(values), cut(mu), cut(q), steps, log_m, thin)
 
 
 @programs.stored(static_argnames=("loss", "query"), size=lambda mu, *_, **__: 512 * mu.shape[0])
@@ -252,10 +246,9 @@ def _plan_joined_program(
         return lax.dynamic_update_slice_in_dim(whole, b, offset, axis=0)
 
     measured = tuple(join(a, b) for a, b in zip(first, second, strict=True))
-    p = planning.plan(
+    return planning.plan(
         loss, values, mu, q, n, query, target, tol, hint, tau_cap, floor, measured=measured
     )
-    return jax.tree_util.tree_map(jax.lax.stop_gradient, p)
 
 
 def _sums(mu, q, n, p, values, *, loss, B, J, only):
@@ -291,14 +284,9 @@ def _sums_program(mu, q, n, p, values, *, loss, B, J, only=None):
     size=lambda *_, B, J, length, only=None, **__: length * (B + J) // (1 if only is None else 2),
 )
 def _part_sums_program(mu, q, n, p, values, start, count, *, loss, B, J, only=None, length):
-    """:func:`_sums_program` over the ``count`` phases from ``start`` (``length`` of them
-    taken, the rest composed 0 times): the caller keeps ``start + length`` within the
-    phases, so that the slices are not moved."""
-
-    def cut(v):
-        return lax.dynamic_slice_in_dim(v, start, length, axis=0)
-
-    steps = jnp.where(jnp.arange(length) < count, cut(n), 0)
+    """:func:`_sums_program` over the ``count`` phases from ``start`` (see
+    :func:`_slice_phases`)."""
+    cut, steps = _slice_phases(n, start, count, length)
     part = p._replace(xp=cut(p.xp), pp=cut(p.pp))
     return _sums(cut(mu), cut(q), steps, part, cut(values), loss=loss, B=B, J=J, only=only)
 
@@ -316,21 +304,58 @@ def _bounds_stage(carry, p, tau, tilts, n_tot, target, gam, valid, *, J, query):
 # K = 450 176 → 125 ms (first calls within ±0.5 s); K = 10⁴ phase sums 2.2–2.6 → 1.5 s and
 # plan 1.94 → 1.7 s; the sums equal to 6e-15 relative (another order of the same additions).
 _HALVES_FROM = 64
+# (start, count) of a half, as the eager calls pass them (their dtype is in the program's key).
+_ZEROS = (np.int64(0), np.int64(0))
 
 
-def _halves(n):
-    """``(first, used, length)`` of the two halves of concrete steps ``n``: the first half
-    is phases ``[0, first)``, the second ``[first, used)``, each sliced ``length`` long
-    (None where a slice would run past the padded phases: never in a bucket)."""
+def _halves(n, *inputs):
+    """``(first, used, length)`` where a program over the phases of ``n`` runs in two
+    halves, else None.
+
+    Halves run on a CPU, from ``_HALVES_FROM`` phases with steps on, with no input traced
+    (``n`` and ``inputs``, the program's other arguments: tracers belong to the calling
+    thread's transformation, e.g. an eager ``jax.grad``), and where both slices lie within
+    the padded phases (always in a bucket). The first half is phases ``[0, first)``, the
+    second ``[first, used)`` (``used``: up to the last phase with steps), each sliced
+    ``length`` long.
+    """
+    if is_traced(n, *inputs) or jax.default_backend() != "cpu":
+        return None
     steps = np.asarray(n)
-    used = int(np.flatnonzero(steps > 0)[-1]) + 1  # phases up to the last with steps
+    if np.count_nonzero(steps > 0) < _HALVES_FROM:
+        return None
+    used = int(np.flatnonzero(steps > 0)[-1]) + 1
     first = (used + 1) // 2
     length = bucket(first, minimum=PHASE_FLOOR)
     return None if first + length > steps.shape[0] else (first, used, length)
 
 
-def _sums_in_halves(mu, q, n, p, values, **static):
-    """``_sums_program`` in two halves of the phases, side by side, their carries added.
+def _slice_phases(n, start, count, length):
+    """``(cut, steps)`` of a half: ``cut`` takes ``length`` phases from ``start`` of a
+    per-phase array, and ``steps`` composes the first ``count`` of them (the rest 0
+    times). The caller keeps ``start + length`` within the phases (:func:`_halves`), so
+    that the slices are not moved."""
+
+    def cut(v):
+        return lax.dynamic_slice_in_dim(v, start, length, axis=0)
+
+    return cut, jnp.where(jnp.arange(length) < count, cut(n), 0)
+
+
+def _side_by_side(halves, part):
+    """``[part(0, first), part(first, used − first)]`` side by side
+    (:func:`programs.side_by_side`; ``start`` and ``count`` as int64, as the programs'
+    keys expect)."""
+    first, used, _ = halves
+    return programs.side_by_side(
+        lambda: part(np.int64(0), np.int64(first)),
+        lambda: part(np.int64(first), np.int64(used - first)),
+    )
+
+
+def _sums_in_halves(halves, mu, q, n, p, values, **static):
+    """``_sums_program`` in the two ``halves`` of the phases (:func:`_halves`), side by
+    side, their carries added.
 
     The carry is a sum over phases, so the halves' carries add up to the whole's, in
     another order of the same additions (the rounding terms assume none). Each half is a
@@ -338,43 +363,26 @@ def _sums_in_halves(mu, q, n, p, values, **static):
     programs are prepared (:func:`programs.preparing`), the one program of both halves is
     prepared, and its output shapes (the whole's) returned.
     """
-    halves = _halves(n)
-    if halves is None:
-        return _sums_program(mu, q, n, p, values, **static)
-    first, used, length = halves
 
-    def half(start, count):
-        return lambda: _part_sums_program(
-            mu, q, n, p, values, np.int64(start), np.int64(count), length=length, **static
-        )
+    def part(start, count):
+        return _part_sums_program(mu, q, n, p, values, start, count, length=halves[2], **static)
 
     if programs.preparing_now():
-        return half(0, first)()
-    first_out, second_out = programs.side_by_side(half(0, first), half(first, used - first))
+        return part(*_ZEROS)
+    first_out, second_out = _side_by_side(halves, part)
     carry = jax.tree_util.tree_map(
         lambda a, b: np.asarray(a) + np.asarray(b), first_out[0], second_out[0]
     )
     return (carry, *first_out[1:])
 
 
-def _in_halves(n, *inputs):
-    """Whether a program over the phases of ``n`` (concrete steps per phase) runs in two
-    halves: on a CPU, from ``_HALVES_FROM`` phases with steps on, and with no input traced
-    (``n`` and ``inputs``, the program's other arguments: tracers belong to the calling
-    thread's transformation, e.g. an eager ``jax.grad``)."""
-    return (
-        not is_traced(n, *inputs)
-        and jax.default_backend() == "cpu"
-        and np.count_nonzero(np.asarray(n) > 0) >= _HALVES_FROM
-    )
-
-
 def _staged(valid, mu, q, n, target, p, *, adversary, d, neighbouring, B, J, query, only=None):
     """The phase sums and bounds of plan ``p``; ``only``: the index of the one direction
     to compose (the answer is then that direction's, not the maximum over directions)."""
     loss, values = losses.program_key(adversary, d, neighbouring, mu.shape[0])
-    if _in_halves(n, mu, q, p, values):
-        out = _sums_in_halves(mu, q, n, p, values, loss=loss, B=B, J=J, only=only)
+    halves = _halves(n, mu, q, p, values)
+    if halves is not None:
+        out = _sums_in_halves(halves, mu, q, n, p, values, loss=loss, B=B, J=J, only=only)
     else:
         out = _sums_program(mu, q, n, p, values, loss=loss, B=B, J=J, only=only)
     carry, tau, tilts = out[:3]
@@ -938,10 +946,6 @@ def _prepare_first_pass(valid, mu, q, n, target, tol, static):
     _prepare_pass(valid, mu, q, n, target, p, _sizes_for_needs(mu.shape[0], 0.0, 0.0), None, static)
 
 
-# (start, count) of a half, as the eager calls pass them (their dtype is in the program's key).
-_ZEROS = (np.int64(0), np.int64(0))
-
-
 def _prepare_pass(valid, mu, q, n, target, p, sizes, only, static):
     """A pass whose phase sums are not compiled yet (the first pass, whose plan ``p`` may
     be its output shapes, or a re-plan): its sums and bounds are traced in the background
@@ -954,7 +958,7 @@ def _prepare_pass(valid, mu, q, n, target, p, sizes, only, static):
     )
     B, J = sizes
     sums = dict(loss=loss, B=B, J=J, only=only)
-    halves = _halves(n) if _in_halves(n, mu, q, p, values) else None
+    halves = _halves(n, mu, q, p, values)
     if halves is None:
         if _sums_program.loaded(mu, q, n, p, values, **sums):
             return
