@@ -512,13 +512,16 @@ def test_floor_points_settle_a_tail_query_in_one_pass(monkeypatch):
 
 @pytest.mark.parametrize("query", ["epsilon", "delta"])
 def test_replans_compose_the_deciding_direction_alone(monkeypatch, query):
-    """N = 10, σ = 1, q = 1e-3: the first pass bounds the add direction far below the
-    answer's lower bound (ε at δ = 1e-10: at most 0.0082 against 0.2703; δ at ε = 0.0235:
-    at most 2.8e-23 against 1.0e-5), so the re-plan composes the remove direction alone
-    (half the phase sums). The answer equals the one of re-plans that compose both directions (to
-    rounding: one direction is computed outside the map over two), and its lower bound
-    lies below dp_accounting's pessimistic value at a 1e-5 discretisation."""
+    """N = 10, σ = 1, q = 1e-3, with a first pass over both directions (the plan's bound
+    would let it compose the remove direction alone, see
+    test_few_phases_compose_the_lead_direction_alone): that pass bounds the add direction
+    far below the answer's lower bound (ε at δ = 1e-10: at most 0.0082 against 0.2703; δ
+    at ε = 0.0235: at most 2.8e-23 against 1.0e-5), so the re-plan composes the remove
+    direction alone (half the phase sums). The answer equals the one of re-plans that
+    compose both directions (to rounding), and its lower bound lies below dp_accounting's
+    pessimistic value at a 1e-5 discretisation."""
     passes = _record_passes(monkeypatch, "only")
+    monkeypatch.setattr(composition, "_lead_alone", lambda p: (None, -np.inf))
     ask = accountant.schedule_epsilon if query == "epsilon" else accountant.schedule_delta
     target = 1e-10 if query == "epsilon" else 0.0235
     one = ask(1.0, 1e-3, 10, target)
@@ -734,6 +737,53 @@ def test_many_phases_compose_the_lead_direction_alone(monkeypatch, query):
         np.testing.assert_allclose(float(x), float(y), rtol=1e-9)
     add = float(_plan(sig, q, n, target, query=query).bound[1])
     assert add < float(one.lower)
+
+
+def test_few_phases_compose_the_lead_direction_alone(monkeypatch):
+    """One phase (σ = 1, q = 0.01, N = 1000, δ = 1e-5): the plan's certified bound on the
+    add direction's ε (1.52) lies below the remove direction's estimate (1.78), so the
+    one pass composes the remove direction alone; the answer equals that of a pass over
+    both directions (to rounding) and lies above the add direction's bound."""
+    passes = _record_passes(monkeypatch, "only")
+    one = accountant.schedule_epsilon(1.0, 0.01, 1000, 1e-5)
+    assert passes == [0]  # "remove"
+    passes.clear()
+    monkeypatch.setattr(composition, "_lead_alone", lambda p: (None, -np.inf))
+    both = accountant.schedule_epsilon(1.0, 0.01, 1000, 1e-5)
+    assert passes == [None]
+    for x, y in zip(one, both, strict=True):
+        np.testing.assert_allclose(float(x), float(y), rtol=1e-12)
+    assert float(_plan(1.0, 0.01, 1000, 1e-5).bound[1]) < float(one.lower)
+
+
+def test_a_pass_over_both_directions_composes_them_apart(monkeypatch):
+    """A pass over both directions of a few phases (σ = 1, q = 1e-4, N = 5·10⁶, δ = 1e-7,
+    where the plan leaves both able to decide) runs one pass per direction side by side,
+    both through the one-direction program (the direction is data): its bounds equal
+    those of one program over both directions to 1e-12, with the same upper bound per
+    direction."""
+    sig, q, n = pad_phases(np.array([1.0]), np.array([1e-4]), np.array([5_000_000]), np)
+    static = dict(adversary="npo", d=1, neighbouring="add_remove", query="epsilon")
+    p = _plan(1.0, 1e-4, 5_000_000, 1e-7)
+    assert composition._lead_alone(p) == (None, -np.inf)
+    args = (np.bool_(True), 1.0 / sig, q, n, np.float64(1e-7), p)
+    indices = []
+    sums = composition._sums_program
+
+    def recording(*a, **kw):
+        indices.append(a[5])
+        return sums(*a, **kw)
+
+    monkeypatch.setattr(composition, "_sums_program", recording)
+    apart, diag = composition._staged(*args, B=512, J=4096, **static)
+    assert sorted(indices) == [0, 1]
+    loss, values = losses.program_key("npo", 1, "add_remove", 8)
+    whole, whole_diag = composition._one_pass(
+        *args, loss, values, None, None, B=512, J=4096, query="epsilon"
+    )
+    for x, y in zip(apart, whole, strict=True):
+        np.testing.assert_allclose(float(x), float(y), rtol=1e-12)
+    np.testing.assert_allclose(diag["ups"], np.asarray(whole_diag["ups"]), rtol=1e-12)
 
 
 def test_large_schedules_run_in_two_halves(monkeypatch):

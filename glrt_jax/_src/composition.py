@@ -251,44 +251,53 @@ def _plan_joined_program(
     )
 
 
-def _sums(mu, q, n, p, values, *, loss, B, J, only):
-    """The phase sums of plan ``p`` (and its smoothing and bound tilts); ``only``: the
-    index of the one direction to compose (its plan then goes on to the bounds)."""
-    directions = None
+def _sums(mu, q, n, p, values, only, *, loss, B, J):
+    """The phase sums of plan ``p`` (and its smoothing and bound tilts); ``only``: None,
+    or the index of the one direction to compose (an int64, data: one program serves
+    each direction; its plan then goes on to the bounds)."""
     if only is not None:
-        directions = (losses.loss_directions(loss)[only],)
         p = _one_direction(p, only)
     tau = planning.smoothing_width(p, J)
     tilts = planning.bound_tilts(p)
     dw = 2.0 * jnp.pi / p.W
     carry = transform.phase_sums(
-        mu, q, n, p, values, p.a, dw, tilts, loss=loss, B=B, J=J, directions=directions
+        mu, q, n, p, values, p.a, dw, tilts, loss=loss, B=B, J=J, direction=only
     )
     if only is None:
         return carry, tau, tilts
     return carry, tau, tilts, p._replace(xp=None, pp=None)
 
 
-@programs.stored(
-    static_argnames=("loss", "B", "J", "only"),
-    # One direction of two is half the work (a re-plan of N = 10 rounds at 16384 nodes:
-    # 0.9 instead of 1.6 s to compile, 3.75 instead of 3.58 ms warm).
-    size=lambda mu, *_, B, J, only=None, **__: mu.shape[0] * (B + J) // (1 if only is None else 2),
-)
-def _sums_program(mu, q, n, p, values, *, loss, B, J, only=None):
-    return _sums(mu, q, n, p, values, loss=loss, B=B, J=J, only=only)
+def _one_direction_work(only):
+    """The work of a pass over one direction (``only`` an index) relative to one over
+    every direction (``None``), for the choice of compiler options: one direction of two
+    is half the work (a re-plan of N = 10 rounds at 16384 nodes: 0.9 instead of 1.6 s to
+    compile, 3.75 instead of 3.58 ms warm)."""
+    return 1 if only is None else 2
 
 
 @programs.stored(
-    static_argnames=("loss", "B", "J", "only", "length"),
-    size=lambda *_, B, J, length, only=None, **__: length * (B + J) // (1 if only is None else 2),
+    static_argnames=("loss", "B", "J"),
+    size=lambda mu, q, n, p, values, only, *, B, J, **_: (
+        mu.shape[0] * (B + J) // _one_direction_work(only)
+    ),
 )
-def _part_sums_program(mu, q, n, p, values, start, count, *, loss, B, J, only=None, length):
+def _sums_program(mu, q, n, p, values, only, *, loss, B, J):
+    return _sums(mu, q, n, p, values, only, loss=loss, B=B, J=J)
+
+
+@programs.stored(
+    static_argnames=("loss", "B", "J", "length"),
+    size=lambda mu, q, n, p, values, only, *_, B, J, length, **__: (
+        length * (B + J) // _one_direction_work(only)
+    ),
+)
+def _part_sums_program(mu, q, n, p, values, only, start, count, *, loss, B, J, length):
     """:func:`_sums_program` over the ``count`` phases from ``start`` (see
     :func:`_slice_phases`)."""
     cut, steps = _slice_phases(n, start, count, length)
     part = p._replace(xp=cut(p.xp), pp=cut(p.pp))
-    return _sums(cut(mu), cut(q), steps, part, cut(values), loss=loss, B=B, J=J, only=only)
+    return _sums(cut(mu), cut(q), steps, part, cut(values), only, loss=loss, B=B, J=J)
 
 
 @programs.stored(static_argnames=("J", "query"), size=lambda *_, J, **__: J)
@@ -353,7 +362,7 @@ def _side_by_side(halves, part):
     )
 
 
-def _sums_in_halves(halves, mu, q, n, p, values, **static):
+def _sums_in_halves(halves, mu, q, n, p, values, only, **static):
     """``_sums_program`` in the two ``halves`` of the phases (:func:`_halves`), side by
     side, their carries added.
 
@@ -365,7 +374,9 @@ def _sums_in_halves(halves, mu, q, n, p, values, **static):
     """
 
     def part(start, count):
-        return _part_sums_program(mu, q, n, p, values, start, count, length=halves[2], **static)
+        return _part_sums_program(
+            mu, q, n, p, values, only, start, count, length=halves[2], **static
+        )
 
     if programs.preparing_now():
         return part(*_ZEROS)
@@ -378,13 +389,47 @@ def _sums_in_halves(halves, mu, q, n, p, values, **static):
 
 def _staged(valid, mu, q, n, target, p, *, adversary, d, neighbouring, B, J, query, only=None):
     """The phase sums and bounds of plan ``p``; ``only``: the index of the one direction
-    to compose (the answer is then that direction's, not the maximum over directions)."""
+    to compose (the answer is then that direction's, not the maximum over directions).
+
+    A pass over every direction that runs whole (not in halves, :func:`_halves`) on
+    untraced inputs composes them apart, one pass per direction side by side
+    (:func:`programs.side_by_side`), and answers their maximum (:func:`_either`). A pass
+    of a few phases then always runs the one-direction program, whose direction is data:
+    where the plan or a first pass shows one direction deciding (:func:`_lead_alone`,
+    :func:`_deciding_direction`), that direction alone, else each of them; so the first
+    pass prepared before its plan is known (:func:`_prepare_first_pass`) is the one that
+    runs. One phase (σ = 1, q = 0.01, N = 1000, δ = 1e-5), alternating processes on a
+    2-core CPU: 7.2–8.0 → 4.5–4.8 ms warm (the remove direction alone); σ = 1, q = 1e-4,
+    N = 5·10⁶, δ = 1e-7, where both directions may decide: 7.4 → 6.0–6.4 ms (the two side
+    by side); K = 10 phases 34 → 19 ms.
+    """
     loss, values = losses.program_key(adversary, d, neighbouring, mu.shape[0])
     halves = _halves(n, mu, q, p, values)
+    one = functools.partial(
+        _one_pass, valid, mu, q, n, target, p, loss, values, halves, B=B, J=J, query=query
+    )
+    if not _apart(loss, halves, only) or is_traced(valid, mu, q, n, target, p, values):
+        return one(only)
+    if programs.preparing_now():  # (one program serves each direction)
+        return one(0)
+    n_dir = len(losses.loss_directions(loss))
+    return _either(programs.side_by_side(*(functools.partial(one, i) for i in range(n_dir))))
+
+
+def _apart(loss, halves, only):
+    """Whether an untraced pass over direction ``only`` (None: every one) with phase sums
+    in ``halves`` composes its directions apart (see :func:`_staged`)."""
+    return only is None and halves is None and len(losses.loss_directions(loss)) > 1
+
+
+def _one_pass(valid, mu, q, n, target, p, loss, values, halves, only, *, B, J, query):
+    """:func:`_staged`'s pass over direction ``only`` (every direction: None), its phase
+    sums in ``halves`` (:func:`_halves`; None: whole)."""
+    index = None if only is None else np.int64(only)
     if halves is not None:
-        out = _sums_in_halves(halves, mu, q, n, p, values, loss=loss, B=B, J=J, only=only)
+        out = _sums_in_halves(halves, mu, q, n, p, values, index, loss=loss, B=B, J=J)
     else:
-        out = _sums_program(mu, q, n, p, values, loss=loss, B=B, J=J, only=only)
+        out = _sums_program(mu, q, n, p, values, index, loss=loss, B=B, J=J)
     carry, tau, tilts = out[:3]
     gam = (B + 4) * UNIT_ROUNDOFF
     # Only per-direction data goes on: the bounds program does not depend on K.
@@ -398,10 +443,35 @@ def _staged(valid, mu, q, n, target, p, *, adversary, d, neighbouring, B, J, que
     )
 
 
+def _either(passes):
+    """One answer from the ``(bounds, diag)`` of one pass per direction, as a pass over
+    them all gives it: the answer is the maximum over the directions, so its upper bound
+    and estimate are the largest, and so is its lower bound (each direction's lower bound
+    is one on the maximum); the diagnostics per direction side by side, and the deciding
+    direction's (the largest estimate) where there is one value."""
+    bounds = [np.asarray(b, np.float64) for b, _ in passes]  # (lower, estimate, upper) each
+    lower, estimate, upper = np.maximum.reduce(bounds)
+    decide = int(np.argmax([b[1] for b in bounds]))
+    diags = [diag for _, diag in passes]
+    diag = {
+        key: np.concatenate([np.asarray(d[key]) for d in diags])
+        if np.ndim(value) > 0
+        else diags[decide][key]
+        for key, value in diags[0].items()
+    }
+    answer = (lower, np.clip(estimate, lower, upper), upper)
+    return Bounds(*(jax.device_put(np.float64(v)) for v in answer)), diag
+
+
 def _one_direction(p, i):
-    """Plan ``p`` for its direction ``i`` alone (every per-direction field sliced)."""
-    one = {k: v[i : i + 1] for k, v in p._asdict().items() if k not in ("xp", "pp")}
-    return p._replace(xp=p.xp[:, i : i + 1], pp=p.pp[:, i : i + 1], **one)
+    """Plan ``p`` for its direction ``i`` alone (every per-direction field sliced; ``i``
+    may be traced)."""
+
+    def take(v, axis=0):
+        return lax.dynamic_slice_in_dim(v, i, 1, axis=axis)
+
+    one = {k: take(v) for k, v in p._asdict().items() if k not in ("xp", "pp")}
+    return p._replace(xp=take(p.xp, 1), pp=take(p.pp, 1), **one)
 
 
 @functools.partial(jax.jit, static_argnames=("adversary", "d", "neighbouring", "B", "J", "query"))
@@ -886,9 +956,9 @@ def _query_once(
         points = b if points is None else points
         nodes = j if nodes is None else nodes
     only, others_up = None, -np.inf
-    if auto and not traced and mu.shape[0] >= FINE_SIZES_FROM:
+    if auto and not traced:
         only, others_up = _lead_alone(p)
-    if auto and not traced:  # (a first pass of a few phases is mostly prepared already)
+        # (a first pass of a few phases is mostly prepared already)
         _prepare_pass(valid, mu, q, n, target, p, (points, nodes), only, static)
     bounds, diag = _staged(valid, mu, q, n, target, p, B=points, J=nodes, only=only, **static)
     if only is not None and others_up > float(bounds.lower):
@@ -957,12 +1027,15 @@ def _prepare_pass(valid, mu, q, n, target, p, sizes, only, static):
         static["adversary"], static["d"], static["neighbouring"], mu.shape[0]
     )
     B, J = sizes
-    sums = dict(loss=loss, B=B, J=J, only=only)
+    sums = dict(loss=loss, B=B, J=J)
     halves = _halves(n, mu, q, p, values)
+    index = None if only is None else np.int64(only)
+    if _apart(loss, halves, only):
+        index = np.int64(0)  # (one program serves each direction)
     if halves is None:
-        if _sums_program.loaded(mu, q, n, p, values, **sums):
+        if _sums_program.loaded(mu, q, n, p, values, index, **sums):
             return
-    elif _part_sums_program.loaded(mu, q, n, p, values, *_ZEROS, length=halves[2], **sums):
+    elif _part_sums_program.loaded(mu, q, n, p, values, index, *_ZEROS, length=halves[2], **sums):
         return
     programs.ahead(lambda: _staged(valid, mu, q, n, target, p, B=B, J=J, only=only, **static))
 

@@ -89,7 +89,7 @@ def row_length(J):
     return 1 << max(3, (int(math.isqrt(J)) - 1).bit_length())
 
 
-def phase_sums(mu, q, n, p, values, a, dw, tilts, *, loss, B, J, directions=None):
+def phase_sums(mu, q, n, p, values, a, dw, tilts, *, loss, B, J, direction=None):
     """Σ_k n_k × (phase k's per-round terms), per direction.
 
     Args:
@@ -99,9 +99,10 @@ def phase_sums(mu, q, n, p, values, a, dw, tilts, *, loss, B, J, directions=None
         :func:`glrt_jax._src.losses.program_key`.
       a, dw, tilts: per direction: damping, node spacing and the bound tilts.
       loss: the static key of :func:`glrt_jax._src.losses.program_key`; B, J: grid
-        points and nodes; directions: the directions to compose (a subset of the loss's
-        :func:`glrt_jax._src.losses.loss_directions`, in the plan's order; ``None``:
-        all of them).
+        points and nodes; direction: ``None`` to compose every direction of the loss's
+        :func:`glrt_jax._src.losses.loss_directions`, or the index of the one direction to
+        compose (an integer, traced is fine: one program serves each direction; ``p``,
+        ``a``, ``dw`` and ``tilts`` are then that direction's alone).
 
     Returns:
       ``(upper_side, lower_side, (keep, dv))``, leaves with a leading direction axis:
@@ -109,7 +110,9 @@ def phase_sums(mu, q, n, p, values, a, dw, tilts, *, loss, B, J, directions=None
       mean, log M(a), log MGFs at the tilts)`` summed over rounds; ``keep`` is the log
       of the mass inside the grids, ``dv`` the split's added tilted variance.
     """
-    is_add = grids.direction_flags(directions or losses.loss_directions(loss))
+    is_add = grids.direction_flags(losses.loss_directions(loss))
+    if direction is not None:
+        is_add = lax.dynamic_slice_in_dim(is_add, direction, 1)
     value = losses.phase_value(loss, values)
 
     def one_direction(x, pi, kappa, outside, a_i, dw_i, b_i):
