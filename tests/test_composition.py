@@ -21,10 +21,11 @@ from closed_forms import (
     one_round_epsilon,
 )
 from dp_accounting.pld import pld_privacy_accountant
+from jax import lax
 
 from glrt_jax import accountant
 from glrt_jax._src import composition, losses, planning, programs
-from glrt_jax._src.shapes import pad_phases
+from glrt_jax._src.shapes import pad_phases, vmap_block
 
 SZ = dict(points=512, nodes=4096)  # fixed sizes, as under jit
 
@@ -784,6 +785,29 @@ def test_a_pass_over_both_directions_composes_them_apart(monkeypatch):
     for x, y in zip(apart, whole, strict=True):
         np.testing.assert_allclose(float(x), float(y), rtol=1e-12)
     np.testing.assert_allclose(diag["ups"], np.asarray(whole_diag["ups"]), rtol=1e-12)
+
+
+def test_a_block_of_one_phase_is_not_batched():
+    """``shapes.vmap_block``, with which the plan and the phase sums map over a block of
+    phases: a block of one phase (schedules of up to 8 phases) calls the function on it
+    directly, so that a ``lax.cond`` whose predicate depends on the phase stays a
+    conditional (a ``vmap`` makes it a ``select`` that computes both branches: the
+    non-central χ² tails of GLRT with d > 1 are full of them); the values are the
+    ``vmap``'s, and a larger block is the ``vmap`` itself."""
+
+    def fn(args):
+        x, k = args
+        return lax.cond(k > 0, jnp.sin, jnp.cos, x), 2.0 * x
+
+    one = (jnp.array([0.3]), jnp.array([1]))
+    for block in (one, (jnp.array([0.3, 0.5]), jnp.array([1, 0]))):
+        got, want = vmap_block(fn, block), jax.vmap(fn)(block)
+        for g, w in zip(got, want, strict=True):
+            assert g.shape == w.shape
+            np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+    direct = str(jax.make_jaxpr(lambda b: vmap_block(fn, b))(one))
+    assert "cond" in direct and "select_n" not in direct
+    assert "select_n" in str(jax.make_jaxpr(jax.vmap(fn))(one))
 
 
 def test_large_schedules_run_in_two_halves(monkeypatch):

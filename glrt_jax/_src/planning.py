@@ -31,7 +31,7 @@ from jax import lax
 from jax.scipy.special import logsumexp
 
 from glrt_jax._src import grids, losses
-from glrt_jax._src.shapes import phase_block
+from glrt_jax._src.shapes import phase_block, vmap_block
 
 # Chernoff tilts of the planner.
 _T_POS = np.geomspace(1e-3, 1e6, 73)
@@ -146,7 +146,8 @@ def _phase_sum(fn, nf, xp, pp):
         n_b, x_b, p_b = block
 
         def add(acc):
-            return acc + jnp.einsum("k,kd->d", n_b, jax.vmap(fn)(x_b, p_b))
+            per_phase = vmap_block(lambda args: fn(*args), (x_b, p_b))
+            return acc + jnp.einsum("k,kd->d", n_b, per_phase)
 
         return lax.cond(jnp.any(n_b > 0), add, lambda acc: acc, acc), None
 
@@ -249,7 +250,11 @@ def measure_phases(loss, values, mu, q, n, log_m, thin):
 
     def body(prev, batch):
         m, r, k, dk, is_first = batch
-        out = lax.cond(jnp.any(k > 0) | is_first, lambda: jax.vmap(one)(m, r, dk), lambda: prev)
+
+        def measure():
+            return vmap_block(lambda args: one(*args), (m, r, dk))
+
+        out = lax.cond(jnp.any(k > 0) | is_first, measure, lambda: prev)
         return out, out
 
     _, out = lax.scan(body, init, (*batches, first))

@@ -47,6 +47,22 @@ def phase_block(phases: int, block: int) -> int:
     return 1 if phases <= PHASE_FLOOR else math.gcd(phases, block)
 
 
+def vmap_block(fn: Callable, block):
+    """``jax.vmap(fn)(block)`` for a block of phases (:func:`phase_block`): a block of one
+    phase calls ``fn`` on it directly (its leading axis of 1 added back to the outputs).
+
+    The engine's blocks are single phases for schedules of up to :data:`PHASE_FLOOR`
+    phases; a ``vmap`` over one would still batch every operation, and turn each
+    ``lax.cond`` whose predicate depends on the phase into a ``select`` that computes
+    both branches (the non-central χ² tails of the GLRT with d > 1 are full of them).
+    """
+    size = jax.tree_util.tree_leaves(block)[0].shape[0]
+    if size != 1:
+        return jax.vmap(fn)(block)
+    out = fn(jax.tree_util.tree_map(lambda v: v[0], block))
+    return jax.tree_util.tree_map(lambda v: jnp.expand_dims(v, 0), out)
+
+
 def pad_phases(sig, q, n, xp=np):
     """Phases padded to ``bucket(K, minimum=PHASE_FLOOR)``: copies of phase 0 composed 0 times.
 

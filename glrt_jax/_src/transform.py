@@ -23,7 +23,7 @@ from jax import lax
 from jax.scipy.special import logsumexp
 
 from glrt_jax._src import grids, losses, nufft
-from glrt_jax._src.shapes import phase_block
+from glrt_jax._src.shapes import phase_block, vmap_block
 
 # Unit roundoff of float64 (the engine's error terms are in units of it).
 UNIT_ROUNDOFF = 0.5 * float(np.finfo(np.float64).eps)
@@ -159,8 +159,9 @@ def phase_sums(mu, q, n, p, values, a, dw, tilts, *, loss, B, J, direction=None)
 
     def body(acc, block):
         def add(acc):
-            part = jax.vmap(contribution)(block)
-            part = jax.tree_util.tree_map(lambda v: jnp.sum(v, axis=0), part)
+            part = jax.tree_util.tree_map(
+                lambda v: jnp.sum(v, axis=0), vmap_block(contribution, block)
+            )
             return jax.tree_util.tree_map(jnp.add, acc, part)
 
         # A chunk of padding phases (n = 0) adds exactly nothing: not computed.
