@@ -820,6 +820,23 @@ def test_a_block_of_one_phase_is_not_batched():
     assert "select_n" in str(jax.make_jaxpr(jax.vmap(fn))(one))
 
 
+def test_glrt_with_d_above_one_takes_one_phase_per_step():
+    """The GLRT programs for d > 1 take one phase per step of their scans
+    (``losses.batch_phases``: the non-central χ² tails branch by regime, and a ``vmap``
+    over phases would compute every branch), the closed forms blocks of phases. Nine
+    phases (three settings, each three times; d = 5) kept apart compose as the same
+    phases in another order and as the three settings merged, to 1e-9."""
+    assert not losses.batch_phases("glrt") and losses.batch_phases("closed")
+    sig, q = np.tile([1.2, 0.9, 1.4], 3), np.tile([0.01, 0.02, 0.005], 3)
+    n = np.array([100, 50, 300, 200, 150, 100, 300, 100, 200])
+    glrt = dict(adversary="glrt", d=5)
+    a = _unmerged(sig, q, n, 1e-6, **glrt)
+    b = _unmerged(sig[::-1], q[::-1], n[::-1], 1e-6, **glrt)
+    merged = accountant.schedule_epsilon(sig[:3], q[:3], [600, 300, 600], 1e-6, **glrt, **SZ)
+    chex.assert_trees_all_close(a, b, rtol=1e-9)
+    chex.assert_trees_all_close(a, merged, rtol=1e-9)
+
+
 def test_large_schedules_run_in_two_halves(monkeypatch):
     """Distinct phases past ``_HALVES_FROM`` (64): the plan's per-phase
     part and the phase sums run in two halves side by side (50 phases each, slices of the

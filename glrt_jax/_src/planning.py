@@ -239,6 +239,7 @@ def measure_phases(loss, values, mu, q, n, log_m, thin):
     # first batch is always computed, inside the scan: one copy of ``one`` in the
     # compiled program.)
     size = phase_block(kk, _LARGE_BATCH if kk >= _LARGE_FROM else _BATCH)
+    size = size if losses.batch_phases(loss) else 1
     batches = [v.reshape((kk // size, size)) for v in (mu, q, n, values)]
     first = jnp.arange(kk // size) == 0
     # Zeros shaped like a batch of ``one``'s output (written out: jax.eval_shape would trace

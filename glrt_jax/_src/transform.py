@@ -153,7 +153,7 @@ def phase_sums(mu, q, n, p, values, a, dw, tilts, *, loss, B, J, direction=None)
 
     # Phases in chunks: a scan over chunks (memory of one chunk), a vmap within.
     kk = mu.shape[0]
-    chunk = phase_block(kk, chunk_phases(J))
+    chunk = phase_block(kk, chunk_phases(J)) if losses.batch_phases(loss) else 1
     xs = (mu, q, n, values, p.xp, p.pp)
     xs = jax.tree_util.tree_map(lambda v: v.reshape((kk // chunk, chunk) + v.shape[1:]), xs)
 
