@@ -233,7 +233,8 @@ def measure_phases(loss, values, mu, q, n, log_m, thin):
         lo, hi, xp, pp, out = _phase_support(loss, value(dk), directions, m, r, log_m, thin)
         return lo, hi, xp, pp, jax.vmap(lambda x, w: grids.log_mgf(x, w, ts))(xp, pp), out
 
-    # Phases in batches (a vmap within, a scan across: the (T, P) exponentials of every
+    # Phases in batches (a vmap within, or one phase per batch where the loss branches by
+    # phase, losses.batch_phases; a scan across: the (T, P) exponentials of every
     # phase at once would be gigabytes at K = 10⁴). A batch of padding phases (n = 0)
     # is not computed: it repeats the previous batch, whose weight there is 0. (The
     # first batch is always computed, inside the scan: one copy of ``one`` in the

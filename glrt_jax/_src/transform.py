@@ -151,7 +151,8 @@ def phase_sums(mu, q, n, p, values, a, dw, tilts, *, loss, B, J, direction=None)
         kf = k.astype(jnp.float64)
         return jax.tree_util.tree_map(lambda v: jnp.where(k > 0, kf * v, 0.0 * v), terms)
 
-    # Phases in chunks: a scan over chunks (memory of one chunk), a vmap within.
+    # Phases in chunks: a scan over chunks (memory of one chunk), a vmap within (one
+    # phase per chunk where the loss branches by phase: losses.batch_phases).
     kk = mu.shape[0]
     chunk = phase_block(kk, chunk_phases(J)) if losses.batch_phases(loss) else 1
     xs = (mu, q, n, values, p.xp, p.pp)
