@@ -88,27 +88,3 @@ def test_threshold_near_the_bottom_and_far_out():
     for tg, ci in zip(targets, c, strict=True):
         ref = mp.findroot(lambda x, tg=tg: _mp_ell(d, lam, x) - mp.mpf(float(tg)), float(ci))
         assert abs(ci - float(ref)) <= 1e-9 * float(ref), (tg, ci, ref)
-
-
-@pytest.mark.parametrize(
-    "d,lam", [(2.0, 1.0), (10.0, 0.826), (10.0, 25.0), (1000.0, 0.5), (3.0, 1e-3)]
-)
-def test_threshold_start_is_close_and_keeps_the_root(d, lam):
-    # The engine's loss levels: from just above −λ/2 (c → 0) to far out.
-    r = np.concatenate([np.geomspace(1e-12 * lam, 1e-2, 40), np.linspace(0.01, 40, 80)])
-    targets = -0.5 * lam + r
-    targets = jnp.asarray(targets)
-    start = np.asarray(llr.threshold_start(targets, lam, d))
-    plain = np.asarray(llr.threshold(targets, lam, d))
-    started = np.asarray(llr.threshold(targets, lam, d, start=jnp.asarray(start)))
-    # Where the table serves (r = target + λ/2 above 1e-3), it is within 1e-5 of log c:
-    # Halley's iteration then needs two evaluations of ℓ.
-    used = np.isfinite(start)
-    assert used.sum() >= 60
-    assert np.max(np.abs(start[used] - np.log(plain[used]))) <= 1e-5
-    assert np.all(start[~used] == -np.inf)
-    np.testing.assert_allclose(started, plain, rtol=1e-11)
-    # ... and the root is mpmath's (a few levels).
-    for i in (5, 45, 119):
-        level = float(_mp_ell(d, lam, started[i]))
-        assert abs(level - float(targets[i])) <= 1e-9 * (1.0 + abs(float(targets[i])))

@@ -27,10 +27,6 @@ _MAX_TERMS = 1_000_000
 _NEWTON = 80
 _MAX_LOG_STEP = 2.0
 _STEP_TOL = 1e-12
-# threshold_start: levels of its table, and the r = target + λ/2 below which the lower
-# bound is the start.
-_START_NODES = 64
-_START_R = 1e-3
 
 
 def llr(t, lam, d):
@@ -143,7 +139,7 @@ def _threshold_residual(u, theta):
     return solvers.Residual(f, ell_u, noise=8.0 * noise, step=halley)
 
 
-def threshold(target, lam, d, start=None):
+def threshold(target, lam, d):
     """c > 0 with ℓ(c) = target, for target > −λ/2 and λ > 0 (broadcasting, any shape).
 
     Solved by :func:`glrt_jax._src.solvers.find_root` (``side="any"``) with Halley steps
@@ -157,14 +153,9 @@ def threshold(target, lam, d, start=None):
 
     Derivatives are implicit (never through the loop), from ``find_root``:
     dc/c = (d target − ∂ℓ/∂λ dλ) / (∂ℓ/∂log c); none in d.
-
-    ``start``: a better start for ``log c`` than the lower bound (e.g.
-    :func:`threshold_start`'s), used where it lies above the bound; the root is the same.
     """
     target, lam, d = jnp.broadcast_arrays(target, lam, d)
     u0 = _lower_bound(target + 0.5 * lam, lam, d)
-    if start is not None:
-        u0 = jnp.maximum(u0, lax.stop_gradient(start))
     root = solvers.find_root(
         _threshold_residual,
         (target, lam, d),
@@ -181,46 +172,6 @@ def threshold(target, lam, d, start=None):
         max_step=_MAX_LOG_STEP,
     )
     return jnp.exp(root.x)
-
-
-def threshold_start(target, lam, d):
-    """A start for :func:`threshold`'s ``log c`` at many targets of one ``(λ, d)`` (scalars).
-
-    :func:`llr` at ``_START_NODES`` levels ``u_i = log c_i``, evenly spaced from the
-    lower bound's root at ``r = _START_R`` to one past it at the largest target's ``r``
-    (``r = target + λ/2``); ``u`` as a function of ``s = log r`` (smooth, asymptotically
-    linear at both ends: ``r ≈ λc/(2d)`` and ``r ≈ √(λc)``) is then a cubic Hermite
-    interpolant with the slopes ``du/ds = r/ℓ_u``. Below ``_START_R`` and outside the nodes
-    the lower bound serves (for ``r ≤ _START_R`` it is within ``r/(d + 2)`` of the root).
-    On the engine's loss levels the start is within about 1e-5 of the root, so Halley's
-    iteration stops after two evaluations of ``ℓ`` instead of three or four. No
-    derivatives (a start: the root's come from :func:`threshold`).
-    """
-    target, lam = lax.stop_gradient(target), lax.stop_gradient(lam)
-    r = target + 0.5 * lam
-    r_max = jnp.max(jnp.where(jnp.isfinite(r), r, 0.0))
-    lo = _lower_bound(jnp.asarray(_START_R, r.dtype), lam, d)
-    hi = jnp.maximum(_lower_bound(r_max, lam, d) + 1.0, lo + 1.0)
-    u = lo + (hi - lo) * jnp.linspace(0.0, 1.0, _START_NODES)
-    ell, ell_u, _ = llr(jnp.exp(u), lam, d)
-    r_i = ell + 0.5 * lam
-    ok = r_i > 0
-    s_i = jnp.log(jnp.where(ok, r_i, 1.0))
-    s_i = jnp.where(ok, s_i, -jnp.inf)
-    slope = r_i / ell_u  # du/ds at the nodes
-    s = jnp.log(jnp.where(r > 0, r, 1.0))
-    k = jnp.clip(jnp.sum(s[..., None] >= s_i, axis=-1) - 1, 0, _START_NODES - 2)
-    s0, s1, u0, u1 = s_i[k], s_i[k + 1], u[k], u[k + 1]
-    h = s1 - s0
-    z = (s - s0) / h
-    # Cubic Hermite basis on [s0, s1]
-    h00 = (1.0 + 2.0 * z) * (1.0 - z) ** 2
-    h10 = z * (1.0 - z) ** 2
-    h01 = z * z * (3.0 - 2.0 * z)
-    h11 = z * z * (z - 1.0)
-    est = h00 * u0 + h10 * h * slope[k] + h01 * u1 + h11 * h * slope[k + 1]
-    inside = (r > _START_R) & (s >= s_i[0]) & (s <= s_i[-1]) & jnp.isfinite(s0) & (h > 0)
-    return jnp.where(inside, est, -jnp.inf)
 
 
 def threshold_df1(target, lam):

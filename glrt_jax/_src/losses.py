@@ -54,7 +54,7 @@ from jax import lax
 from jax.scipy.special import erfc
 
 from glrt_jax._src import ncx2
-from glrt_jax._src.llr import threshold, threshold_start
+from glrt_jax._src.llr import threshold
 from glrt_jax._src.numerics import log1mexp
 
 _LOG2 = math.log(2.0)
@@ -167,9 +167,7 @@ def _glrtd_base_tails(mu, b, d):
     v = b + 0.5 * lam
     pos = (v > 0) & jnp.isfinite(v)
     vf = jnp.clip(jnp.where(jnp.isfinite(v), v, 0.0), 1e-12 * lam, None)
-    target = vf - 0.5 * lam
-    # (one phase's levels: one table of ℓ serves them all)
-    t = threshold(target, lam, d, start=threshold_start(target, lam, d))
+    t = threshold(vf - 0.5 * lam, lam, d)
     # One logsf call for P = ncx2(d, λ) and Q = χ²_d together; the cdf is its
     # complement, used only where it is the larger tail.
     nc = jnp.stack([jnp.broadcast_to(lam, t.shape), jnp.zeros_like(t)])
