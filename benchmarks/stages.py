@@ -27,7 +27,9 @@ import collections
 import glob
 import gzip
 import json
+import os
 import re
+import sys
 import tempfile
 import threading
 import time
@@ -36,7 +38,8 @@ import jax
 
 jax.config.update("jax_enable_x64", True)
 
-import numpy as np  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from device import _schedule  # noqa: E402  (the tables' K-phase schedule)
 
 from glrt_jax import accountant  # noqa: E402
 from glrt_jax._src import composition  # noqa: E402
@@ -71,11 +74,6 @@ class _Timed:
 
     def __getattr__(self, attr):
         return getattr(self._program, attr)
-
-
-def _schedule(k):
-    rng = np.random.default_rng(0)
-    return rng.uniform(0.8, 1.5, k), rng.uniform(0.005, 0.02, k), np.full(k, 10)
 
 
 def _top_operations(fn, top):
