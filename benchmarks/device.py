@@ -1,7 +1,8 @@
 """The composition engine on whatever device JAX uses (CPU, GPU): times and bounds.
 
 Usage:
-    python benchmarks/device.py [--repeat 3] [--quick] [--only SECTION ...] [--markdown PATH]
+    python benchmarks/device.py [--repeat 3] [--quick] [--only SECTION ...] [--batches B ...]
+                                [--markdown PATH]
 
 No peers: this script is for comparing devices, so run it on each and put the tables side
 by side (the bounds must agree to the digits printed; the times are the point). Rows:
@@ -10,7 +11,8 @@ by side (the bounds must agree to the digits printed; the times are the point). 
   eagerly (NPO first call in this process, compilation included, then warm; GLRT d = 1 warm);
 - N = 10 … 10⁷ rounds at σ = 1, q = 1e-3, δ = 1e-5 (warm);
 - K-phase schedules (σ_k ∈ U[0.8, 1.5], q_k ∈ U[0.005, 0.02], 10 steps each, δ = 1e-5),
-  K = 10 … 10⁴: first call and warm;
+  K = 10 … 10⁴: first call and warm, NPO and GLRT with d = 10 (its first call comes after
+  NPO's in the same process);
 - batch evaluation: ``jax.jit(jax.vmap(...))`` of the certified upper bound over B ≤ 256
   scalings of one K = 100 schedule (the σ-schedule search's inner loop), compile time, warm time
   and queries per second; and ``jax.jit(jax.grad(...))`` of it with respect to the K = 1000
@@ -61,6 +63,11 @@ def _compiled(jitted, arg, repeat):
     return comp, warm, np.asarray(out)
 
 
+# The GLRT columns of the K-phase rows: a query of dimension d > 1, whose per-phase
+# thresholds and non-central χ² tails make it the costliest kind of phase.
+GLRT_D = 10
+
+
 def _schedule(k, seed=0):
     rng = np.random.default_rng(seed)
     return rng.uniform(0.8, 1.5, k), rng.uniform(0.005, 0.02, k), np.full(k, 10)
@@ -92,16 +99,26 @@ def rounds(repeat, quick):
 
 
 def phases(repeat, quick):
-    print("| K phases × 10 steps (δ = 1e-5) | NPO upper | first call s | warm s |")
-    print("|---|---|---|---|")
+    print(
+        "| K phases × 10 steps (δ = 1e-5) | NPO upper | first call s | warm s "
+        f"| GLRT d = {GLRT_D} upper | first call s | warm s |"
+    )
+    print("|---|---|---|---|---|---|---|")
     for k in (10, 100, 1000) if quick else (10, 100, 1000, 10000):
         s, q, n = _schedule(k)
         first, warm, b = _first_warm(repeat, accountant.schedule_epsilon, s, q, n, 1e-5)
-        print(f"| {k} | {float(b.upper):.7g} | {first:.2f} | {warm:.3f} |", flush=True)
+        gfirst, gwarm, g = _first_warm(
+            repeat, accountant.schedule_epsilon, s, q, n, 1e-5, adversary="glrt", d=GLRT_D
+        )
+        print(
+            f"| {k} | {float(b.upper):.7g} | {first:.2f} | {warm:.3f} "
+            f"| {float(g.upper):.7g} | {gfirst:.2f} | {gwarm:.3f} |",
+            flush=True,
+        )
     print()
 
 
-def batch(repeat, quick):
+def batch(repeat, quick, sizes=(1, 64, 256)):
     s, q, n = _schedule(100)
     s, q, n = jnp.asarray(s), jnp.asarray(q), jnp.asarray(n)
 
@@ -111,7 +128,7 @@ def batch(repeat, quick):
     vupper = jax.jit(jax.vmap(upper))
     print("| B schedules (K = 100) under jit(vmap) | compile s | warm s | queries/s | ε range |")
     print("|---|---|---|---|---|")
-    for b in (1, 64) if quick else (1, 64, 256):
+    for b in [b for b in sizes if b <= 64] if quick else sizes:
         scales = jnp.linspace(0.9, 1.1, b) if b > 1 else jnp.ones(1)
         comp, warm, eps = _compiled(vupper, scales, repeat)
         print(
@@ -155,6 +172,14 @@ def main(argv=None):
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="fewer rows (K ≤ 1000, B ≤ 64)")
     ap.add_argument("--only", nargs="+", choices=sorted(SECTIONS), help="default: all")
+    ap.add_argument(
+        "--batches",
+        nargs="+",
+        type=int,
+        default=[1, 64, 256],
+        help="batch sizes B of the jit(vmap) rows (default: 1 64 256; a GPU compiles B = 256 "
+        "in about two minutes)",
+    )
     add_argument(ap)
     args = ap.parse_args(argv)
     with markdown_page(
@@ -168,7 +193,8 @@ def main(argv=None):
         print(f"Device: {jax.devices()[0].device_kind} ({jax.devices()[0].platform}).\n")
         for name, section in SECTIONS.items():
             if not args.only or name in args.only:
-                section(args.repeat, args.quick)
+                extra = {"sizes": tuple(args.batches)} if name == "batch" else {}
+                section(args.repeat, args.quick, **extra)
 
 
 if __name__ == "__main__":
