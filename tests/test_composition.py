@@ -893,10 +893,11 @@ def test_eager_gradients_of_schedules_that_run_in_halves(monkeypatch):
 
 def test_lead_alone_composes_every_direction_when_the_others_may_decide(monkeypatch):
     """Where the left-out direction's bound does not lie below the answer's lower bound,
-    the pass is repeated over every direction (forced here by leaving the add direction
-    out whatever the plan's estimate, on K = 100 phases at q = 1e-4 and 5·10⁴ steps each,
-    whose directions are close: the add direction's bound is above the answer). The
-    answer is the one of a pass over both directions."""
+    the other direction is composed too (forced here by leaving the add direction out
+    whatever the plan's estimate, on K = 100 phases at q = 1e-4 and 5·10⁴ steps each,
+    whose directions are close: the add direction's bound is above the answer), alone, by
+    the lead's compiled program (the direction is data). The answer is the one of a pass
+    over both directions."""
     sig, q, n = _distinct_phases(100, (0.95, 1.05), (1e-4, 1e-4), 50_000)
     passes = _record_passes(monkeypatch, "only")
     plain = accountant.schedule_epsilon(sig, q, n, 1e-7)
@@ -905,8 +906,19 @@ def test_lead_alone_composes_every_direction_when_the_others_may_decide(monkeypa
     assert add > float(plain.lower)
     passes.clear()
     monkeypatch.setattr(composition, "_lead_alone", lambda p: (0, float(p.bound[1])))
+    prepared = []
+    original = programs._Stored._prepare
+
+    def recording(self, key, options, args, static, ahead):
+        prepared.append(self._name.rsplit(".", 1)[-1])
+        return original(self, key, options, args, static, ahead)
+
+    monkeypatch.setattr(programs._Stored, "_prepare", recording)
     forced = accountant.schedule_epsilon(sig, q, n, 1e-7)
-    assert passes[:2] == [0, None]
+    assert passes[:2] == [0, 1]
+    # (in halves, the lead's one program; whole, as off a CPU, the one `plain` compiled to
+    # compose its directions apart)
+    assert sum(name.endswith("_sums_program") for name in prepared) <= 1
     assert_same_query(np.asarray(forced), np.asarray(plain), rtol=1e-12)
 
 
