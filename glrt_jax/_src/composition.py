@@ -982,7 +982,7 @@ def _with_the_others(
     """The answer over every direction from ``lead``, the ``(bounds, diag)`` of a pass over
     direction ``only`` alone: each other direction composed alone (:func:`_staged`), and
     the maximum over them all (:func:`_either`), as a pass over every direction apart
-    gives it. Where the plan's estimate left out a direction that may decide
+    gives it; for a first pass whose plan left out a direction that may decide
     (:func:`_lead_alone`). Before, every direction was composed again, in schedules of 64
     phases or more by a program of its own: K = 100 phases of GLRT with d = 10
     (σ_k ∈ [0.8, 1.5], q_k ∈ [0.005, 0.02], 10 steps, δ = 1e-5), alternating processes on
@@ -1004,9 +1004,9 @@ def _lead_alone(p):
     saddle-point estimate (``p.estimate``), so that the first pass composes ``i`` alone
     (half the phase sums); the caller checks ``up`` against the answer's lower bound and
     composes the other directions too when the estimate was too high
-    (:func:`_with_the_others`). Schedules of K = 1000 and
-    10⁴ distinct phases (σ_k ∈ [0.8, 1.5], q_k ∈ [0.005, 0.02], 10 steps, δ = 1e-5): the
-    add direction's ε at most 7.10 and 32.62 against the remove direction's 7.56 and 32.99.
+    (:func:`_with_the_others`). Schedules of K = 1000 and 10⁴ distinct phases
+    (σ_k ∈ [0.8, 1.5], q_k ∈ [0.005, 0.02], 10 steps, δ = 1e-5): the add direction's ε
+    at most 7.10 and 32.62 against the remove direction's 7.56 and 32.99.
     """
     bound = np.asarray(p.bound, np.float64)
     if bound.size < 2:
