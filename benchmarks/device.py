@@ -2,7 +2,7 @@
 
 Usage:
     python benchmarks/device.py [--repeat 3] [--quick] [--only SECTION ...] [--batches B ...]
-                                [--markdown PATH]
+                                [--glrt-blocks] [--markdown PATH]
 
 No peers: this script is for comparing devices, so run it on each and put the tables side
 by side (the bounds must agree to the digits printed; the times are the point). Rows:
@@ -18,6 +18,10 @@ by side (the bounds must agree to the digits printed; the times are the point). 
   and queries per second; and ``jax.jit(jax.grad(...))`` of it with respect to the K = 1000
   noise multipliers;
 - ``calibrate.noise_multiplier`` for the DP-SGD case (first call and warm).
+
+``--glrt-blocks`` maps GLRT's phases (d > 1) in blocks under a ``vmap``, as NPO's, instead
+of one per step of the engine's scans (``losses.batch_phases``, chosen on a CPU, where the
+blocks are about 3× slower): run it beside a plain run to choose on another device.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from _report import add_argument, markdown_page  # noqa: E402
 from composition_scale import CASES  # noqa: E402
 
 from glrt_jax import accountant, calibrate  # noqa: E402
+from glrt_jax._src import losses  # noqa: E402
 
 
 def _timed(fn, *args, **kwargs):
@@ -180,8 +185,16 @@ def main(argv=None):
         help="batch sizes B of the jit(vmap) rows (default: 1 64 256; a GPU compiles B = 256 "
         "in about two minutes)",
     )
+    ap.add_argument(
+        "--glrt-blocks",
+        action="store_true",
+        help="map GLRT's phases (d > 1) in blocks, as NPO's, not one per step (set before "
+        "any program is traced)",
+    )
     add_argument(ap)
     args = ap.parse_args(argv)
+    if args.glrt_blocks:
+        losses.batch_phases = lambda loss: True
     with markdown_page(
         args.markdown,
         "The composition engine on " + jax.devices()[0].platform.upper(),
@@ -191,6 +204,8 @@ def main(argv=None):
         peers=[],
     ):
         print(f"Device: {jax.devices()[0].device_kind} ({jax.devices()[0].platform}).\n")
+        if args.glrt_blocks:
+            print("GLRT's phases mapped in blocks (--glrt-blocks).\n")
         for name, section in SECTIONS.items():
             if not args.only or name in args.only:
                 extra = {"sizes": tuple(args.batches)} if name == "batch" else {}
