@@ -92,44 +92,28 @@ def _load_refs():
     return json.loads(REF.read_text())
 
 
-def _grouped_batch(records, kind, key):
-    """Pack the records of one kind into (groups, width) arrays, one row per (df, nc).
+def _batch(records, kind):
+    """The records of one kind, and their argument, df and nc as flat arrays.
 
-    Rows are padded with copies of their first entry; ``mask`` marks the real ones.
-    Each row is evaluated by its own iteration of ``lax.map`` (see ``_per_row``), so
-    that one (df, nc) pair does not set the loop lengths of another, and the whole
-    grid costs one compilation per function.
+    The whole grid goes through one eager call per function, as a user's batch would:
+    its points share the size class's compiled program with the other eager calls of
+    the tests (sf, cdf and pdf reuse those of their logs; ppf and logppf those of isf
+    and logisf).
     """
-    groups = {}
-    for r in records:
-        if r["kind"] == kind:
-            groups.setdefault((r["df"], r["nc"]), []).append(r)
-    width = max(len(g) for g in groups.values())
-    rows, arg, df, nc, mask = [], [], [], [], []
-    for (d, n), g in groups.items():
-        pad = width - len(g)
-        rows.extend(g)
-        arg.append([r[key] for r in g] + [g[0][key]] * pad)
-        df.append([d] * width)
-        nc.append([n] * width)
-        mask.append([True] * len(g) + [False] * pad)
-    mask = np.asarray(mask)
-    return rows, jnp.asarray(arg), jnp.asarray(df), jnp.asarray(nc), mask
-
-
-def _per_row(fn, arg, df, nc):
-    out = jax.jit(lambda a, d, n: jax.lax.map(lambda t: fn(*t), (a, d, n)))(arg, df, nc)
-    return np.asarray(out)
+    rows = [r for r in records if r["kind"] == kind]
+    key = {"point": "x", "isf": "p", "ppf": "p", "logisf": "logp", "logppf": "logp"}[kind]
+    arg, df, nc = (np.array([r[k] for r in rows]) for k in (key, "df", "nc"))
+    return rows, arg, df, nc
 
 
 def test_grid_values():
     refs = _load_refs()
-    rows, x, df, nc, mask = _grouped_batch(refs, "point", "x")
-    assert x.shape[0] == 56  # 8 df x 7 nc
+    rows, x, df, nc = _batch(refs, "point")
+    assert len({(r["df"], r["nc"]) for r in rows}) == 56  # 8 df x 7 nc
     worst = {}
     names = ("logsf", "logcdf", "logpdf", "sf", "cdf", "pdf")
     for name in names:
-        got = _per_row(getattr(ncx2, name), x, df, nc)[mask]
+        got = np.asarray(getattr(ncx2, name)(x, df, nc))
         assert got.shape == (len(rows),)
         for g, r in zip(got, rows, strict=True):
             where = (name, r["df"], r["nc"], r["x"], r["tail"], g, r[name])
@@ -165,8 +149,8 @@ def test_grid_values():
 def test_grid_quantiles(kind, fn, key):
     # isf/ppf: p from 0.5 down to 1e-300 on both tails; logisf/logppf: log p down to -10000.
     refs = _load_refs()
-    rows, p, df, nc, mask = _grouped_batch(refs, kind, key)
-    got = _per_row(fn, p, df, nc)[mask]
+    rows, p, df, nc = _batch(refs, kind)
+    got = np.asarray(fn(p, df, nc))
     worst = 0.0
     for g, r in zip(got, rows, strict=True):
         ref = float(mp.mpf(r["x"]))
