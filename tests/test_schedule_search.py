@@ -56,6 +56,20 @@ def test_closed_form_for_gaussian_dp(plain):
     assert plain.utility == pytest.approx(np.sum(WEIGHTS * STEPS * sigma_star**2), rel=2e-3)
 
 
+def test_searches_of_up_to_eight_phases_share_one_program(plain):
+    """Phases are padded as the engine pads them: after the three-phase search, one of
+    five phases compiles no new program of ε and its gradient."""
+    from glrt_jax._src import schedule_search
+
+    before = schedule_search._epsilon_and_grad._cache_size()
+    r = schedules.optimize_noise_multipliers(
+        TARGET, DELTA, [30] * 5, weights=[1.0, 2.0, 3.0, 4.0, 5.0], max_iter=2
+    )
+    chex.assert_shape(r.noise_multiplier, (5,))
+    assert r.epsilon == _certified(r.noise_multiplier, 1.0, [30] * 5) <= TARGET
+    assert schedule_search._epsilon_and_grad._cache_size() == before
+
+
 def test_uniform_weights_keep_the_constant_schedule():
     """With uniform weights and q = 1 the constant schedule is optimal: no gain."""
     r = schedules.optimize_noise_multipliers(TARGET, DELTA, STEPS)

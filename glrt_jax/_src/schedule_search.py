@@ -80,6 +80,7 @@ import numpy as np
 
 from glrt_jax._src import composition
 from glrt_jax._src.composition import validate_sizes
+from glrt_jax._src.shapes import pad_phases
 from glrt_jax._src.validation import (
     ADVERSARIES,
     NEIGHBOURINGS,
@@ -144,7 +145,7 @@ class OptimizedSchedule:
 
 
 # ---------------------------------------------------------------------------
-# The engine: ε and its gradient in log σ (one compiled program per K and options)
+# The engine: ε and its gradient in log σ (one compiled program per bucket of K and options)
 # ---------------------------------------------------------------------------
 
 
@@ -176,17 +177,20 @@ class _Problem:
     def probe(self, u):
         """(ε, ∇ε) at log σ = u on the traced-size engine, as Python/numpy floats."""
         self.evals += 1
+        # Padded as the engine pads traced phases (copies of phase 0 composed 0 times), so
+        # that every K of one bucket shares the compiled program (answers equal to rounding).
+        u_p, q_p, n_p = pad_phases(np.asarray(u, np.float64), self.sampling_rate, self.steps)
         eps, grad = _epsilon_and_grad(
-            jnp.asarray(u, jnp.float64),
-            jnp.asarray(self.sampling_rate),
-            jnp.asarray(self.steps),
+            jnp.asarray(u_p),
+            jnp.asarray(q_p),
+            jnp.asarray(n_p),
             jnp.asarray(self.delta, jnp.float64),
             jnp.asarray(self.tol, jnp.float64),
             adversary=self.adversary,
             d=self.d,
             neighbouring=self.neighbouring,
         )
-        return float(eps), np.asarray(grad, np.float64)
+        return float(eps), np.asarray(grad, np.float64)[: self.steps.shape[0]]
 
     def certified(self, u):
         """The eager certified upper bound at ``tol`` (what the accountant reports)."""
@@ -457,8 +461,8 @@ def optimize_noise_multipliers(
         target.
 
     Eager only (Python floats and NumPy arrays out; not jittable): each engine call is
-    one compiled program per K and options, reused by every iteration and every later
-    search of the same shape.
+    one compiled program per bucket of K (powers of two, at least 8: searches of up to 8
+    phases share one) and options, reused by every iteration and every later search.
 
     Example:
       >>> import jax
