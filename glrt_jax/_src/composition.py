@@ -980,15 +980,11 @@ def _with_the_others(
     lead, only, valid, mu, q, n, target, p, *, adversary, d, neighbouring, **sizes
 ):
     """The answer over every direction from ``lead``, the ``(bounds, diag)`` of a pass over
-    direction ``only`` alone: each other direction composed alone (:func:`_staged`), and
-    the maximum over them all (:func:`_either`), as a pass over every direction apart
-    gives it; for a first pass whose plan left out a direction that may decide
-    (:func:`_lead_alone`). Before, every direction was composed again, in schedules of 64
-    phases or more by a program of its own: K = 100 phases of GLRT with d = 10
-    (σ_k ∈ [0.8, 1.5], q_k ∈ [0.005, 0.02], 10 steps, δ = 1e-5), alternating processes on
-    a 2-core CPU, first call 12.5–14.0 → 7.7–8.0 s, warm 181–186 → 153–154 ms; one phase
-    of it (σ = 0.7, q = 5e-4, N = 2·10⁵, δ = 1e-6) 21.8–27.8 → 19.8–22.6 ms warm; the same
-    bounds."""
+    direction ``only`` alone: each other direction composed alone (:func:`_staged`, by the
+    lead's compiled programs: the direction is data), and the maximum over them all
+    (:func:`_either`), as a pass over every direction apart gives it. For a first pass
+    whose plan left out a direction that may decide (:func:`_lead_alone`); the times
+    against composing every direction again are in ``docs/measurements.md``."""
     static = dict(adversary=adversary, d=d, neighbouring=neighbouring, **sizes)
     loss, _ = losses.program_key(adversary, d, neighbouring, mu.shape[0])
     passes = [
