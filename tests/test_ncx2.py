@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import pathlib
@@ -553,14 +554,34 @@ def test_one_evaluation_per_quantile(monkeypatch):
     p = np.tile(p1, len(cases))
     df, nc = (np.repeat([c[i] for c in cases], p1.size) for i in (0, 1))
     full = {fn: np.asarray(getattr(ncx2, fn)(p, df, nc)) for fn in ("ppf", "isf")}
+    # The iteration limit is read when the program is traced: a fresh jit of the same
+    # function traces it again (the library's compiled programs are left alone).
     monkeypatch.setattr(impl, "NEWTON_ITERS", 1)
-    jax.clear_caches()
-    try:
-        for fn in ("ppf", "isf"):
-            one = np.asarray(getattr(ncx2, fn)(p, df, nc))
-            np.testing.assert_allclose(one, full[fn], rtol=4e-15, err_msg=fn)
-            peer = getattr(stats.ncx2, fn)(p, df, nc)
-            np.testing.assert_allclose(one, peer, rtol=1e-11, err_msg=fn)
-    finally:
-        monkeypatch.undo()
-        jax.clear_caches()
+    monkeypatch.setattr(impl, "_quantile_any", jax.jit(impl._quantile_any.__wrapped__))
+    for fn in ("ppf", "isf"):
+        one = np.asarray(getattr(ncx2, fn)(p, df, nc))
+        np.testing.assert_allclose(one, full[fn], rtol=4e-15, err_msg=fn)
+        peer = getattr(stats.ncx2, fn)(p, df, nc)
+        np.testing.assert_allclose(one, peer, rtol=1e-11, err_msg=fn)
+
+
+def test_quantile_traces_each_method_once(monkeypatch):
+    """The quantile's program holds one copy of each method of the tails: a batch asking
+    for both tails runs the saddle-point rule once and each Poisson-mixture sum where a
+    point asks for its tail (the program had two copies of every method, and twice the
+    compilation time)."""
+    from glrt_jax._src.special import contour, mixture, quantile
+
+    calls = {}
+    for module, name in ((contour, "contour"), (mixture, "log_sf_sum"), (mixture, "log_cdf_sum")):
+        original = getattr(module, name)
+
+        def counting(*args, _name=name, _original=original, **kwargs):
+            calls[_name] = calls.get(_name, 0) + 1
+            return _original(*args, **kwargs)
+
+        monkeypatch.setattr(module, name, counting)
+    # (the function under the jit, so that no cached trace hides the calls)
+    isf = functools.partial(quantile._quantile_any.__wrapped__, log_input=False, lower_tail=False)
+    jax.make_jaxpr(isf)(jnp.array([1e-3, 0.9]), df=10.0, nc=36.0)
+    assert calls == {"contour": 1, "log_sf_sum": 1, "log_cdf_sum": 1}

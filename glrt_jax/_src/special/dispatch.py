@@ -97,23 +97,51 @@ def _d1_pdf_pair(x, m, with_pdf):
     return df1.logpdf(x, 2.0 * m), df1.dlogpdf(x, 2.0 * m)
 
 
-def eval_logsf(xs, dfs, ncs, with_pdf=False):
-    """(log sf, log pdf, d log pdf/dx) at interior points (NaN unless ``with_pdf``).
+def eval_logtail(xs, dfs, ncs, upper, with_pdf=False):
+    """(log tail, log pdf, d log pdf/dx) at interior points (NaN unless ``with_pdf``).
 
-    Closed form for df = 1, else the saddle-point contour where it is accurate,
-    else the Poisson mixture.
+    The tail is the survival function where ``upper``, else the cdf: ``upper`` a Python
+    bool (one tail for every point) or a boolean array (each point its own; one stack
+    of methods serves both, and each Poisson-mixture loop runs only if a point of the
+    chunk asks for its tail). Closed form for df = 1, else the saddle-point contour
+    where it is accurate, else the Poisson mixture.
     """
+    fixed = isinstance(upper, bool)
 
     def closed(x, a, m):
         lpdf, dlpdf = _d1_pdf_pair(x, m, with_pdf)
-        return (df1.logsf(x, 2.0 * m), lpdf, dlpdf), a == 0.5
+        if fixed and upper:
+            return (df1.logsf(x, 2.0 * m), lpdf, dlpdf), a == 0.5
+        lcdf, usable = df1.logcdf(x, 2.0 * m)
+        if fixed:
+            return (lcdf, lpdf, dlpdf), (a == 0.5) & usable
+        lt = jnp.where(upper, df1.logsf(x, 2.0 * m), lcdf)
+        return (lt, lpdf, dlpdf), (a == 0.5) & (upper | usable)
 
     def contour_rule(x, a, m):
-        lt, upper, lpdf, dlpdf, ok = contour.contour(x, 2.0 * a, 2.0 * m, with_pdf)
-        return (jnp.where(upper, lt, log1mexp(lt)), lpdf, dlpdf), ok
+        # The rule gives the tail on the side of the mean x lies on; the other by
+        # complement.
+        lt, on_upper, lpdf, dlpdf, ok = contour.contour(x, 2.0 * a, 2.0 * m, with_pdf)
+        return (jnp.where(on_upper == upper, lt, log1mexp(lt)), lpdf, dlpdf), ok
 
     def mixture_sums(x, a, m):
-        return mixture.log_sf_sum(x, a, m, with_pdf), jnp.ones(x.shape, bool)
+        everywhere = jnp.ones(x.shape, bool)
+        if fixed:
+            sums = mixture.log_sf_sum if upper else mixture.log_cdf_sum
+            return sums(x, a, m, with_pdf), everywhere
+
+        def on(sums, mine):
+            def run():
+                # (benign inputs where the other tail is asked for)
+                return sums(jnp.where(mine, x, 1.0), a, jnp.where(mine, m, 0.0), with_pdf)
+
+            def skip():
+                return tuple(jnp.full_like(x, jnp.nan) for _ in range(3))
+
+            return lax.cond(jnp.any(mine), run, skip)
+
+        on_sf, on_cdf = on(mixture.log_sf_sum, upper), on(mixture.log_cdf_sum, ~upper)
+        return tuple(jnp.where(upper, u, v) for u, v in zip(on_sf, on_cdf, strict=True)), everywhere
 
     return _tiers(
         xs,
@@ -122,30 +150,16 @@ def eval_logsf(xs, dfs, ncs, with_pdf=False):
         ((_is_df1, closed), (contour.contour_applies, contour_rule), (_everywhere, mixture_sums)),
         3,
     )
+
+
+def eval_logsf(xs, dfs, ncs, with_pdf=False):
+    """(log sf, log pdf, d log pdf/dx) at interior points; :func:`eval_logtail`."""
+    return eval_logtail(xs, dfs, ncs, True, with_pdf)
 
 
 def eval_logcdf(xs, dfs, ncs, with_pdf=False):
-    """(log cdf, log pdf, d log pdf/dx) at interior points; as ``eval_logsf``."""
-
-    def closed(x, a, m):
-        lcdf, usable = df1.logcdf(x, 2.0 * m)
-        lpdf, dlpdf = _d1_pdf_pair(x, m, with_pdf)
-        return (lcdf, lpdf, dlpdf), (a == 0.5) & usable
-
-    def contour_rule(x, a, m):
-        lt, upper, lpdf, dlpdf, ok = contour.contour(x, 2.0 * a, 2.0 * m, with_pdf)
-        return (jnp.where(upper, log1mexp(lt), lt), lpdf, dlpdf), ok
-
-    def mixture_sums(x, a, m):
-        return mixture.log_cdf_sum(x, a, m, with_pdf), jnp.ones(x.shape, bool)
-
-    return _tiers(
-        xs,
-        0.5 * dfs,
-        0.5 * ncs,
-        ((_is_df1, closed), (contour.contour_applies, contour_rule), (_everywhere, mixture_sums)),
-        3,
-    )
+    """(log cdf, log pdf, d log pdf/dx) at interior points; :func:`eval_logtail`."""
+    return eval_logtail(xs, dfs, ncs, False, with_pdf)
 
 
 def kernel_logsf(x, df, nc):

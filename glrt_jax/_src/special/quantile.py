@@ -236,24 +236,6 @@ def taylor_step(c, lval, lpdf, dlpdf, x, upper, k, lam):
     return t, jnp.abs(p - c) + 2.0 * tail, newton
 
 
-def _evaluate_tail(x, upper, k, lam):
-    """(log tail, log pdf, d log pdf/dx) on the tail each point asks for.
-
-    One evaluation per point: only the needed tail when the batch asks for one.
-    """
-
-    def both():
-        on_sf = dispatch.eval_logsf(x, k, lam, True)
-        on_cdf = dispatch.eval_logcdf(x, k, lam, True)
-        return tuple(jnp.where(upper, a, b) for a, b in zip(on_sf, on_cdf, strict=True))
-
-    return lax.cond(
-        jnp.all(upper),
-        lambda: dispatch.eval_logsf(x, k, lam, True),
-        lambda: lax.cond(jnp.all(~upper), lambda: dispatch.eval_logcdf(x, k, lam, True), both),
-    )
-
-
 def _quantile_residual(u, theta):
     """log tail(e^u) − logq, its slope in u and the Taylor step (``taylor_step``).
 
@@ -264,7 +246,7 @@ def _quantile_residual(u, theta):
     """
     logq, upper, k, lam = theta
     x = jnp.exp(u)
-    lval, lpdf, dlpdf = _evaluate_tail(x, upper, k, lam)
+    lval, lpdf, dlpdf = dispatch.eval_logtail(x, k, lam, upper, True)
     f = lval - logq
     # The barrier keeps XLA from recomputing the step in each consumer.
     t, t_err, t_newton = lax.optimization_barrier(
