@@ -221,6 +221,21 @@ def test_contour_rule_against_mpmath(df, nc):
 _SLOPE_TOL = 1e-10
 
 
+@functools.partial(jax.jit, static_argnames="upper")
+def _eval_tail(x, k, lam, upper):
+    from glrt_jax._src.special import dispatch
+
+    return dispatch.eval_logtail(x, k, lam, upper, True)
+
+
+def _eval_tail_padded(x, k, lam, upper, size=8):
+    """(log tail, log pdf, d log pdf/dx) at up to ``size`` interior points, through one
+    compiled program per tail (the points padded with copies of the first)."""
+    pad = size - x.size
+    out = _eval_tail(*(np.concatenate([v, np.repeat(v[:1], pad)]) for v in (x, k, lam)), upper)
+    return tuple(np.asarray(o)[: x.size] for o in out)
+
+
 @pytest.mark.parametrize(
     "df,nc", [(1.0, 0.0), (1.0, 1.0), (1.0, 400.0), (3.0, 0.25), (10.0, 36.0), (50.0, 1.0)]
 )
@@ -230,17 +245,13 @@ def test_pdf_slope_against_mpmath(df, nc):
     Each tail's evaluation returns the slope where the quantile solver uses it: the
     sf side from the mean up, the cdf side from the mean down.
     """
-    from glrt_jax._src.special import dispatch as impl
-
     ref = _mp_reference()
     mean, sd = df + nc, math.sqrt(2 * (df + 2 * nc))
     for side, zs in (("sf", [0.0, 1.0, 4.0, 12.0, 40.0]), ("cdf", [0.0, -0.5, -1.5, -2.5])):
         x = np.array([mean + z * sd for z in zs] + ([1e-6, 1e-3] if side == "cdf" else []))
         x = x[x > 0]
-        xj = jnp.asarray(x)
-        k, lam = jnp.full_like(xj, df), jnp.full_like(xj, nc)
-        ev = impl.eval_logsf if side == "sf" else impl.eval_logcdf
-        slope = np.asarray(ev(xj, k, lam, True)[2])
+        k, lam = np.full_like(x, df), np.full_like(x, nc)
+        slope = _eval_tail_padded(x, k, lam, side == "sf")[2]
         for xi, g in zip(x, slope, strict=True):
             want = ref.evaluate(float(xi), df, nc)
             r = float(want["dpdf"] / want["pdf"])
@@ -448,8 +459,11 @@ def test_chunking_matches_one_pass(chunk):
     x = jnp.asarray(rng.uniform(0.0, 150.0, 250))
     df = jnp.asarray(rng.choice([1.0, 3.0, 10.0], 250))
     nc = jnp.asarray(rng.choice([0.0, 1.0, 36.0], 250))
-    (whole,) = dispatch.kernel_logsf(x, df, nc)
-    (chunked,) = batching.map_chunks(dispatch.kernel_logsf, chunk, x, df, nc)
+    # (jitted: eagerly, every lax.cond of the kernel would compile on each call)
+    (whole,) = jax.jit(dispatch.kernel_logsf)(x, df, nc)
+    (chunked,) = jax.jit(functools.partial(batching.map_chunks, dispatch.kernel_logsf, chunk))(
+        x, df, nc
+    )
     assert chunked.shape == whole.shape
     # Not bit-identical: a chunk's loops run until its own slowest point is done, so
     # points may add a few more (negligible) terms in one layout than in the other.
@@ -467,13 +481,11 @@ def test_lower_tail_start_against_scipy():
 
     p = np.logspace(-12, math.log10(0.5), 40)
     used = 0
+    start = jax.jit(impl.lower_asymptote)  # one program for every (df, nc)
     for df in (0.5, 1.0, 2.0, 3.0, 10.0):
         for nc in (0.0, 0.25, 1.0, 10.0, 36.0):
             ref = stats.ncx2.ppf(p, df, nc) if nc > 0 else stats.chi2.ppf(p, df)
-            log_x, neglected = (
-                np.asarray(v)
-                for v in impl.lower_asymptote(jnp.log(jnp.asarray(p)), jnp.asarray(df), nc)
-            )
+            log_x, neglected = (np.asarray(v) for v in start(np.log(p), df, nc))
             ok = neglected <= 0.2
             used += int(ok.sum())
             err = np.abs(log_x[ok] - np.log(ref[ok]))
@@ -481,17 +493,23 @@ def test_lower_tail_start_against_scipy():
     assert used >= 600, used
 
 
+@jax.jit
+def _initial_guess(logq, upper, k, lam):
+    from glrt_jax._src.special import quantile
+
+    return quantile.initial_guess(logq, upper, k, lam)
+
+
 @pytest.mark.parametrize("df,nc", [(10.0, 36.0), (50.0, 1.0), (300.0, 0.0), (10.0, 100.0)])
 def test_lower_tail_start_refined_on_saddle_point(df, nc):
     """Where the expansion does not hold, Newton steps on the Lugannani–Rice
     approximation bring Sankaran's lower-tail start (off by up to e^0.7 at
     (10, 36)) within 1 % of scipy's ppf, where the solver's first step is final."""
-    from glrt_jax._src.special import quantile as impl
-
     p = np.logspace(-12, math.log10(0.45), 40)
     ref = stats.ncx2.ppf(p, df, nc) if nc > 0 else stats.chi2.ppf(p, df)
     lq = jnp.log(jnp.asarray(p))
-    u0 = np.asarray(impl.initial_guess(lq, jnp.zeros(p.shape, bool), df, nc))
+    # (jitted, (df, nc) as data: one program for every case)
+    u0 = np.asarray(_initial_guess(lq, jnp.zeros(p.shape, bool), df, nc))
     err = np.abs(u0 - np.log(ref))
     assert err.max() <= 1e-2, err.max()
 
