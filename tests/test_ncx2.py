@@ -586,8 +586,8 @@ def test_one_evaluation_per_quantile(monkeypatch):
 def test_quantile_traces_each_method_once(monkeypatch):
     """The quantile's program holds one copy of each method of the tails: a batch asking
     for both tails runs the saddle-point rule once and each Poisson-mixture sum where a
-    point asks for its tail (the program had two copies of every method, and twice the
-    compilation time)."""
+    point asks for its tail (it had four copies of the rule and two of each sum, and took
+    about 1.5 times as long to compile)."""
     from glrt_jax._src.special import contour, mixture, quantile
 
     calls = {}
