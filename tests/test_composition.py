@@ -636,9 +636,11 @@ def test_certified_floor_plans_the_period_at_the_bracket():
     certified bound) plans as before."""
     sig, q, n = pad_phases(np.array([0.9]), np.array([1e-4]), np.array([10**6]), np)
     static = dict(adversary="npo", d=1, neighbouring="add_remove", query="epsilon")
-    args = (1.0 / sig, q, n, np.float64(1e-9), np.float64(1e-3), np.float64(0.43), np.inf)
-    guess = composition._plan_stage(*args, 0.0, **static)
-    floor = composition._plan_stage(*args, 0.8564165, **static)
+    # (float64 scalars, as the engine passes them: the engine's compiled plan serves)
+    inf = np.float64(np.inf)
+    args = (1.0 / sig, q, n, np.float64(1e-9), np.float64(1e-3), np.float64(0.43), inf)
+    guess = composition._plan_stage(*args, np.float64(0.0), **static)
+    floor = composition._plan_stage(*args, np.float64(0.8564165), **static)
     default = composition._plan_stage(*args, **static)
     assert float(floor.W[0]) < float(guess.W[0]) / 100.0
     assert float(floor.a[0]) < float(guess.a[0])
@@ -661,8 +663,9 @@ def _plan(sig, q, n, target, query="epsilon"):
     """The plan of a query (NPO, add/remove) at the default tolerance."""
     sig, q, n = pad_phases(*(np.atleast_1d(np.asarray(v)) for v in (sig, q, n)), np)
     static = dict(adversary="npo", d=1, neighbouring="add_remove", query=query)
-    nan, tol = np.float64(np.nan), np.float64(composition.DEFAULT_TOL)
-    return composition._plan_stage(1.0 / sig, q, n, np.float64(target), tol, nan, np.inf, **static)
+    # (float64 scalars, as the engine passes them: the engine's compiled plan serves)
+    nan, inf, tol = np.float64(np.nan), np.float64(np.inf), np.float64(composition.DEFAULT_TOL)
+    return composition._plan_stage(1.0 / sig, q, n, np.float64(target), tol, nan, inf, **static)
 
 
 @pytest.mark.parametrize(
@@ -706,8 +709,8 @@ def test_plan_bound_lies_above_the_answer(adversary, d):
     answer = accountant.schedule_epsilon(sig, q, n, 1e-6, adversary=adversary, d=d)
     sig_p, q_p, n_p = pad_phases(sig, q, n, np)
     static = dict(adversary=adversary, d=d, neighbouring="add_remove", query="epsilon")
-    nan, tol = np.float64(np.nan), np.float64(composition.DEFAULT_TOL)
-    p = composition._plan_stage(1.0 / sig_p, q_p, n_p, np.float64(1e-6), tol, nan, np.inf, **static)
+    nan, inf, tol = np.float64(np.nan), np.float64(np.inf), np.float64(composition.DEFAULT_TOL)
+    p = composition._plan_stage(1.0 / sig_p, q_p, n_p, np.float64(1e-6), tol, nan, inf, **static)
     top = float(np.max(np.asarray(p.bound)))
     assert float(answer.lower) <= top < 2.0 * float(answer.upper)
 
