@@ -93,8 +93,8 @@ def _load_refs():
     return json.loads(REF.read_text())
 
 
-def _batch(records, kind):
-    """The records of one kind, and their argument, df and nc as flat arrays.
+def _batch(records, kind, key):
+    """The records of one kind, and their argument (``key``), df and nc as flat arrays.
 
     The whole grid goes through one eager call per function, as a user's batch would:
     its points share the size class's compiled program with the other eager calls of
@@ -102,14 +102,13 @@ def _batch(records, kind):
     and logisf).
     """
     rows = [r for r in records if r["kind"] == kind]
-    key = {"point": "x", "isf": "p", "ppf": "p", "logisf": "logp", "logppf": "logp"}[kind]
     arg, df, nc = (np.array([r[k] for r in rows]) for k in (key, "df", "nc"))
     return rows, arg, df, nc
 
 
 def test_grid_values():
     refs = _load_refs()
-    rows, x, df, nc = _batch(refs, "point")
+    rows, x, df, nc = _batch(refs, "point", "x")
     assert len({(r["df"], r["nc"]) for r in rows}) == 56  # 8 df x 7 nc
     worst = {}
     names = ("logsf", "logcdf", "logpdf", "sf", "cdf", "pdf")
@@ -150,7 +149,7 @@ def test_grid_values():
 def test_grid_quantiles(kind, fn, key):
     # isf/ppf: p from 0.5 down to 1e-300 on both tails; logisf/logppf: log p down to -10000.
     refs = _load_refs()
-    rows, p, df, nc = _batch(refs, kind)
+    rows, p, df, nc = _batch(refs, kind, key)
     got = np.asarray(fn(p, df, nc))
     worst = 0.0
     for g, r in zip(got, rows, strict=True):
