@@ -5,6 +5,7 @@
 """
 
 import os
+from pathlib import Path
 
 import jax
 import pytest
@@ -56,3 +57,58 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "float32" not in item.keywords:
             item.add_marker(skip)
+
+
+# Tests that compile the same programs run on one xdist worker. Each worker traces a
+# program again (and compiles it again, where the other worker has not yet put it in the
+# shared cache), so a program that two workers need costs twice. The suite runs with
+# ``--dist loadfile``; the scheduler below groups by "topic" instead of by file: the
+# docstring examples of ``glrt_jax/**/<name>.py`` with ``tests/test_<name>.py``, and
+# the files (or pages of the documentation) named in _TOGETHER with the file they share
+# programs with. Only the order and placement of the tests change, never what they run.
+_ROOT = Path(__file__).parent
+_TOGETHER = {
+    # the GLRT curves' core (256 and 512 points) and the report's engine programs
+    "tests/test_accountant.py": "tests/test_roc.py",
+    "tests/test_asymptotics.py": "tests/test_roc.py",
+    "tests/test_reproduce.py": "tests/test_roc.py",
+    "tests/test_risk.py": "tests/test_roc.py",
+    "tests/test_docs.py::test_page_python_blocks_run[getting-started.md]": "tests/test_roc.py",
+    # calibration's programs
+    "tests/test_docs.py::test_page_python_blocks_run[how-it-works/calibration.md]": (
+        "tests/test_calibrate.py"
+    ),
+    # the non-central χ² programs in float32
+    "tests/test_float32.py": "tests/test_ncx2.py",
+    # the GLRT privacy profile (ε and δ on 256 points)
+    "tests/test_plotting.py": "tests/test_profile.py",
+    "tests/test_docs.py::test_page_python_blocks_run[how-it-works/conjugate.md]": (
+        "tests/test_profile.py"
+    ),
+}
+
+
+def _topic(nodeid: str) -> str:
+    """The work unit of a test: the file it shares programs with (see _TOGETHER)."""
+    if nodeid in _TOGETHER:
+        return _TOGETHER[nodeid]
+    path = nodeid.split("::", 1)[0]
+    if path.startswith("glrt_jax/"):
+        tests = f"tests/test_{path.rsplit('/', 1)[-1]}"
+        if (_ROOT / tests).is_file():
+            path = tests
+    return _TOGETHER.get(path, path)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadfile`` (the suite's default) with work units by :func:`_topic`."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class _ByTopic(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return _topic(nodeid)
+
+    return _ByTopic(config, log)
