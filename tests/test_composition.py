@@ -659,10 +659,10 @@ def test_deciding_direction_needs_the_others_below_the_lower_bound():
     assert pick({"ups": np.array([0.021])}, lo) == (None, -np.inf)
 
 
-def _plan(sig, q, n, target, query="epsilon"):
-    """The plan of a query (NPO, add/remove) at the default tolerance."""
+def _plan(sig, q, n, target, query="epsilon", adversary="npo", d=1):
+    """The plan of a query (add/remove; NPO unless said) at the default tolerance."""
     sig, q, n = pad_phases(*(np.atleast_1d(np.asarray(v)) for v in (sig, q, n)), np)
-    static = dict(adversary="npo", d=1, neighbouring="add_remove", query=query)
+    static = dict(adversary=adversary, d=d, neighbouring="add_remove", query=query)
     # (float64 scalars, as the engine passes them: the engine's compiled plan serves)
     nan, inf, tol = np.float64(np.nan), np.float64(np.inf), np.float64(composition.DEFAULT_TOL)
     return composition._plan_stage(1.0 / sig, q, n, np.float64(target), tol, nan, inf, **static)
@@ -707,10 +707,7 @@ def test_plan_bound_lies_above_the_answer(adversary, d):
     for GLRT (NPO 1.1×, GLRT d = 1 1.2× and d = 10 1.5× the answer here)."""
     sig, q, n = np.array([0.8, 1.2, 2.0]), np.array([0.02, 0.01, 0.05]), np.full(3, 300)
     answer = accountant.schedule_epsilon(sig, q, n, 1e-6, adversary=adversary, d=d)
-    sig_p, q_p, n_p = pad_phases(sig, q, n, np)
-    static = dict(adversary=adversary, d=d, neighbouring="add_remove", query="epsilon")
-    nan, inf, tol = np.float64(np.nan), np.float64(np.inf), np.float64(composition.DEFAULT_TOL)
-    p = composition._plan_stage(1.0 / sig_p, q_p, n_p, np.float64(1e-6), tol, nan, inf, **static)
+    p = _plan(sig, q, n, 1e-6, adversary=adversary, d=d)
     top = float(np.max(np.asarray(p.bound)))
     assert float(answer.lower) <= top < 2.0 * float(answer.upper)
 
