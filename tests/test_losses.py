@@ -8,6 +8,7 @@ divergence (GLRT, d > 1) and the closed-form Gaussian profile.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import jax
@@ -171,6 +172,51 @@ def test_glrt_higher_dimension_single_round():
         ref = max(hockey(eps, p, q), hockey(eps, q, p))
         b = accountant.schedule_delta(1.0, 1.0, 1, eps, adversary="glrt", d=5)
         assert float(b.lower) <= ref <= float(b.upper) <= ref * (1 + 1e-2) + 1e-12
+
+
+def test_glrt_large_dimension_single_round():
+    # Above losses.MIXTURE_MAX_D the tails come from the dispatcher ("glrt_large_d"
+    # programs); scipy quadrature of the hockey stick as above, around the mean.
+    d, sigma = 20_000, 0.3
+    lam = 1.0 / sigma**2
+    assert losses.program_key("glrt", d, "add_remove", 1)[0] == "glrt_large_d"
+    p, q = stats.ncx2(d, lam), stats.chi2(d)
+    sd = math.sqrt(2.0 * (d + 2.0 * lam))
+    lo, hi = d - 14 * sd, d + lam + 14 * sd
+
+    def hockey(e, a, b):
+        f = lambda t: max(a.pdf(t) - math.exp(e) * b.pdf(t), 0.0)  # noqa: E731
+        pts = list(d + lam + sd * np.arange(-6.0, 7.0))
+        # (1e-14/1e-12 as above meets scipy's roundoff warning at this d; the values agree
+        # to 1e-13 with these.)
+        return integrate.quad(f, lo, hi, limit=500, points=pts, epsabs=1e-13, epsrel=1e-10)[0]
+
+    for eps in (0.02, 0.1):
+        ref = max(hockey(eps, p, q), hockey(eps, q, p))
+        b = accountant.schedule_delta(sigma, 1.0, 1, eps, adversary="glrt", d=d)
+        assert float(b.lower) <= ref <= float(b.upper) <= ref * (1 + 1e-2) + 1e-12
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _glrt_base_tails(kind, d, mu, b):
+    return jnp.stack(losses._base_tails(kind, d, mu, b))
+
+
+def test_glrt_tails_by_the_mixture_match_the_dispatcher():
+    """GLRT's programs take the non-central chi-squared tails from the Poisson mixture
+    alone up to losses.MIXTURE_MAX_D, from the full dispatcher above: the same tails (two
+    methods; their derivatives share one rule), from the deep lower to the deep upper
+    tail. The survival functions agree relatively; the cdfs, complements of the log-sf,
+    absolutely (as the engine uses them: see grids.bins)."""
+    b = jnp.concatenate([jnp.linspace(-0.45, 40.0, 60), jnp.array([-jnp.inf, jnp.inf])])
+    for d, mu in ((2.0, 1.0), (10.0, 0.3), (10.0, 3.0), (300.0, 1.0), (1e4, 2.0)):
+        got = np.asarray(_glrt_base_tails("glrt", d, mu, b))
+        want = np.asarray(_glrt_base_tails("glrt_large_d", d, mu, b))
+        np.testing.assert_allclose(got[0::2], want[0::2], rtol=1e-12, atol=0, err_msg=str(d))
+        np.testing.assert_allclose(got[1::2], want[1::2], rtol=1e-12, atol=1e-15, err_msg=str(d))
+    keys = [losses.program_key("glrt", d, "add_remove", 2)[0] for d in (5, 10_000, 10_001)]
+    assert keys == ["glrt", "glrt", "glrt_large_d"]
+    assert losses.program_key("npo", [5, 20_000], "add_remove", 2)[0] == "glrt_large_d"
 
 
 def test_glrt_replace_one_extreme_pair_dominates():

@@ -86,7 +86,7 @@ def bins(adversary, d, is_add, mu, q, x):
     pi = jnp.where(sp[..., :-1] < 0.5, sp[..., :-1] - sp[..., 1:], fp[..., 1:] - fp[..., :-1])
     kappa = jnp.where(sq[..., :-1] < 0.5, sq[..., :-1] - sq[..., 1:], fq[..., 1:] - fq[..., :-1])
     outside = fp[..., 0] + sp[..., -1]
-    if adversary == "glrt":
+    if adversary in losses.GLRT_LOSSES:
         # The non-central χ² tails give the cdf as the complement of the log-sf (absolute
         # error ~1e-16); the Chernoff bounds of the planner bound the mass beyond the
         # ends as well, and far below that (N rounds would otherwise leave N·1e-16 of

@@ -117,19 +117,41 @@ def logsf(x, df, nc):
     return bucketed(dispatch.logsf_impl, x, df, nc)
 
 
-def _logsf_jvp(primals, tangents):
-    x, df, nc = primals
-    tx, tdf, tnc = tangents
-    _no_df_tangent(tdf, "logsf")
-    out = logsf(x, df, nc)
-    lpdf = logpdf(x, df, nc)
-    xb, dfb, ncb = promote(x, df, nc)
-    dx = -jnp.exp(lpdf - out) * _tangent(tx, out)
-    dnc = jnp.exp(logpdf(xb, dfb + 2.0, ncb) - out) * _tangent(tnc, out)
-    return out, jnp.where(jnp.isfinite(out), dx + dnc, 0.0)
+def _logsf_jvp_of(fn):
+    """The JVP rule of a log survival function ``fn`` (:func:`logsf`'s derivatives)."""
+
+    def rule(primals, tangents):
+        x, df, nc = primals
+        tx, tdf, tnc = tangents
+        _no_df_tangent(tdf, "logsf")
+        out = fn(x, df, nc)
+        lpdf = logpdf(x, df, nc)
+        xb, dfb, ncb = promote(x, df, nc)
+        dx = -jnp.exp(lpdf - out) * _tangent(tx, out)
+        dnc = jnp.exp(logpdf(xb, dfb + 2.0, ncb) - out) * _tangent(tnc, out)
+        return out, jnp.where(jnp.isfinite(out), dx + dnc, 0.0)
+
+    return rule
 
 
-logsf.defjvp(_logsf_jvp, symbolic_zeros=True)
+logsf.defjvp(_logsf_jvp_of(logsf), symbolic_zeros=True)
+
+
+@jax.custom_jvp
+def logsf_mixture(x, df, nc):
+    """:func:`logsf` by the Poisson mixture alone (not public; for the composition engine).
+
+    The same values and derivatives as :func:`logsf` (both methods are accurate on both
+    tails; ``tests/test_ncx2.py`` checks this one on the committed mpmath grid), with one
+    method in the compiled program instead of the dispatcher's three tiers: GLRT's
+    engine programs (d > 1) compile about a second faster each. Its cost grows like √df,
+    so for large df :func:`logsf`, whose contour rule costs the same at any df, is
+    faster (the engine switches at ``losses.MIXTURE_MAX_D``).
+    """
+    return bucketed(dispatch.logsf_mixture_impl, x, df, nc)
+
+
+logsf_mixture.defjvp(_logsf_jvp_of(logsf_mixture), symbolic_zeros=True)
 
 
 @jax.custom_jvp
