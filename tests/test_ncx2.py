@@ -201,17 +201,26 @@ def _mp_reference():
 _CONTOUR_Z = [-14.0, -11.0, -4.0, -1.1, -0.9, -1e-3, 0.0, 1e-3, 0.9, 1.1, 3.9, 4.1, 12.0, 30.0]
 
 
-@pytest.mark.parametrize("df,nc", [(400.0, 0.0), (100.0, 500.0), (300.0, 1e3), (3.0, 2e4)])
-def test_contour_rule_against_mpmath(df, nc):
+@jax.jit
+def _contour_rule(x, k, lam):
     from glrt_jax._src.special import contour as impl
 
+    return impl.contour(x, k, lam, True)
+
+
+@pytest.mark.parametrize("df,nc", [(400.0, 0.0), (100.0, 500.0), (300.0, 1e3), (3.0, 2e4)])
+def test_contour_rule_against_mpmath(df, nc):
     ref = _mp_reference()
     mean, sd = df + nc, math.sqrt(2 * (df + 2 * nc))
     x = np.array([mean + z * sd for z in _CONTOUR_Z])
     x = x[x > 0]
     xj = jnp.asarray(x)
-    k, lam = jnp.full_like(xj, df), jnp.full_like(xj, nc)
-    ltail, upper, lpdf, slope, ok = (np.asarray(v) for v in impl.contour(xj, k, lam, True))
+    # The rule through one compiled program for every case (the points padded to
+    # len(_CONTOUR_Z) with copies of the first; called eagerly, each of its conditionals
+    # would compile at every call).
+    pad = np.concatenate([x, np.repeat(x[:1], len(_CONTOUR_Z) - x.size)])
+    rule = _contour_rule(pad, np.full_like(pad, df), np.full_like(pad, nc))
+    ltail, upper, lpdf, slope, ok = (np.asarray(v)[: x.size] for v in rule)
     # The rule must be usable at most of these points, or this test tests nothing.
     assert int(ok.sum()) >= len(x) // 2, ok
     got = {n: np.asarray(getattr(ncx2, n)(xj, df, nc)) for n in ("logsf", "logcdf", "logpdf")}
