@@ -56,8 +56,13 @@ def test_q1_delta_and_heterogeneous_phases_match_closed_form():
     [(1.0, 0.01, 1000, 1e-5), (2.0, 0.05, 3000, 1e-6), (0.8, 0.002, 20000, 1e-8)],
 )
 def test_contains_dp_accounting_fine_grid(sigma, q, steps, delta):
-    """dp_accounting at a fine grid (pessimistic, ≥ truth): our bracket and 1e-3 agreement."""
-    acc = pld_privacy_accountant.PLDAccountant(value_discretization_interval=1e-5)
+    """dp_accounting at a fine grid (pessimistic, ≥ truth): our bracket and 1e-3 agreement.
+
+    At 3e-5 its ε is within 3e-6 relative of its ε at 1e-5 in each case (1.8282373 against
+    1.8282367, 7.6887903 against 7.6887901, 3.3424409 against 3.3424485: not monotone in
+    the grid) in a third of the time; our lower bounds lie 1e-5 relative and more below.
+    """
+    acc = pld_privacy_accountant.PLDAccountant(value_discretization_interval=3e-5)
     event = dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(sigma))
     acc.compose(event, steps)
     pess = acc.get_epsilon(delta)
@@ -86,9 +91,10 @@ def test_few_rounds_small_q_bracket_is_tight():
         return pld.self_compose(10).get_epsilon_for_delta(1e-5)
 
     pessimistic = peer(True)  # 0.0235131, within 1e-6 of our tol = 1e-6 bracket
+    optimistic = peer(False)
     for tol in (1e-3, 1e-4):
         b = accountant.schedule_epsilon(1.0, 1e-3, 10, 1e-5, tol=tol)
-        assert peer(False) <= float(b.upper) and float(b.lower) <= pessimistic
+        assert optimistic <= float(b.upper) and float(b.lower) <= pessimistic
         assert float(b.upper) - float(b.lower) <= tol * float(b.upper)
         # The first pass proves the tolerance (2.5e-4 above ε at 1e-3, 1.2e-5 at 1e-4;
         # before the lower bound's smoothing deficit was halved, a re-plan of 8192 nodes
