@@ -117,24 +117,26 @@ def logsf(x, df, nc):
     return bucketed(dispatch.logsf_impl, x, df, nc)
 
 
-def _logsf_jvp_of(fn):
-    """The JVP rule of a log survival function ``fn`` (:func:`logsf`'s derivatives)."""
+def _log_tail_jvp_of(fn, upper: bool, name: str):
+    """The JVP rule of a log tail ``fn`` (the upper tail if ``upper``, else the lower):
+    ``∂/∂x = ∓pdf/tail`` and ``∂/∂nc = ±pdf(x; df + 2, nc)/tail``."""
+    sign = -1.0 if upper else 1.0
 
     def rule(primals, tangents):
         x, df, nc = primals
         tx, tdf, tnc = tangents
-        _no_df_tangent(tdf, "logsf")
+        _no_df_tangent(tdf, name)
         out = fn(x, df, nc)
         lpdf = logpdf(x, df, nc)
         xb, dfb, ncb = promote(x, df, nc)
-        dx = -jnp.exp(lpdf - out) * _tangent(tx, out)
-        dnc = jnp.exp(logpdf(xb, dfb + 2.0, ncb) - out) * _tangent(tnc, out)
+        dx = sign * jnp.exp(lpdf - out) * _tangent(tx, out)
+        dnc = -sign * jnp.exp(logpdf(xb, dfb + 2.0, ncb) - out) * _tangent(tnc, out)
         return out, jnp.where(jnp.isfinite(out), dx + dnc, 0.0)
 
     return rule
 
 
-logsf.defjvp(_logsf_jvp_of(logsf), symbolic_zeros=True)
+logsf.defjvp(_log_tail_jvp_of(logsf, True, "logsf"), symbolic_zeros=True)
 
 
 @jax.custom_jvp
@@ -153,7 +155,7 @@ def logsf_mixture(x, df, nc):
     return bucketed(dispatch.logsf_mixture_impl, x, df, nc)
 
 
-logsf_mixture.defjvp(_logsf_jvp_of(logsf_mixture), symbolic_zeros=True)
+logsf_mixture.defjvp(_log_tail_jvp_of(logsf_mixture, True, "logsf"), symbolic_zeros=True)
 
 
 @jax.custom_jvp
@@ -179,19 +181,7 @@ def logcdf(x, df, nc):
     return bucketed(dispatch.logcdf_impl, x, df, nc)
 
 
-def _logcdf_jvp(primals, tangents):
-    x, df, nc = primals
-    tx, tdf, tnc = tangents
-    _no_df_tangent(tdf, "logcdf")
-    out = logcdf(x, df, nc)
-    lpdf = logpdf(x, df, nc)
-    xb, dfb, ncb = promote(x, df, nc)
-    dx = jnp.exp(lpdf - out) * _tangent(tx, out)
-    dnc = -jnp.exp(logpdf(xb, dfb + 2.0, ncb) - out) * _tangent(tnc, out)
-    return out, jnp.where(jnp.isfinite(out), dx + dnc, 0.0)
-
-
-logcdf.defjvp(_logcdf_jvp, symbolic_zeros=True)
+logcdf.defjvp(_log_tail_jvp_of(logcdf, False, "logcdf"), symbolic_zeros=True)
 
 
 @jax.custom_jvp
