@@ -71,12 +71,20 @@ together until each is done (or ``max_iter`` evaluations); finished elements are
 Derivatives
 -----------
 The loop is not differentiated. A ``custom_jvp`` applies the implicit function theorem
-at the returned point: ``dx/dθ = −(∂g/∂θ)/(∂g/∂x)``, with ``∂g/∂θ`` by ``jvp`` of ``fun``
-in ``θ`` and ``∂g/∂x`` by ``jvp`` in ``x`` (or the residual's slope). For reverse mode the
-tangent of ``g`` in ``θ`` must be transposable (plain jax operations or ``custom_jvp``
-pieces with closed-form partials; no ``while_loop`` on tangents). Bounds, start,
-tolerances and ``increasing`` get no derivative; where the solve failed the tangent is
-NaN (and a cotangent that is zero there stays finite).
+at the returned point: ``dx/dθ = −(∂g/∂θ)/(∂g/∂x)``, with ``∂g/∂x`` by ``jvp`` in ``x``
+(or the residual's slope). Where every leaf of ``θ`` that carries a tangent is a scalar
+(calibration's parameters, or any ``θ`` inside ``jax.vmap``, whose rule sees one
+element), ``∂g/∂θ_i`` are computed as values, one ``jvp`` column per such leaf under one
+``vmap`` (leaves without a tangent are skipped: symbolic zeros), and the tangent of ``x``
+is ``−Σ_i (∂g/∂θ_i) dθ_i/(∂g/∂x)``: reverse mode then transposes that sum, not ``fun``.
+For the jitted, vmapped gradient of ``calibrate.noise_multiplier`` this took XLA's
+compilation from 24.9–29.8 to 21.0–23.8 s (2-core CPU, alternating processes; tracing
+unchanged at about 15 s). Otherwise (array leaves: an elementwise batch without ``vmap``)
+``∂g/∂θ·dθ`` is one ``jvp`` of ``fun`` in ``θ``, and for reverse mode the tangent of ``g``
+in ``θ`` must be transposable (plain jax operations or ``custom_jvp`` pieces with
+closed-form partials; no ``while_loop`` on tangents). Bounds, start, tolerances and
+``increasing`` get no derivative; where the solve failed the tangent is NaN (and a
+cotangent that is zero there stays finite).
 
 Status
 ------
@@ -95,6 +103,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
+from jax.custom_derivatives import SymbolicZero
 
 OK = 0
 MAX_ITER = 1  # no convergence within max_iter evaluations
@@ -356,16 +365,52 @@ def _solve(fun, theta, lower, upper, x0, ftol, xtol, xrtol, increasing, opts):
     return jnp.where(status == OK, x, jnp.nan), status, evals
 
 
-def _tangent_in(primal, tangent):
-    """A tangent usable in ``jax.jvp``: float0 for integer/bool leaves, zeros if missing."""
-    if jnp.issubdtype(jnp.result_type(primal), jnp.inexact):
-        if jnp.result_type(tangent) == jax.dtypes.float0:
-            return jnp.zeros_like(primal)
-        return tangent
+def _is_zero(tangent) -> bool:
+    return isinstance(tangent, SymbolicZero)
+
+
+def _is_float(primal) -> bool:
+    return jnp.issubdtype(jnp.result_type(primal), jnp.inexact)
+
+
+def _zero_tangent(primal):
+    """A zero tangent usable in ``jax.jvp``: float0 for integer/bool leaves."""
+    if _is_float(primal):
+        return jnp.zeros_like(primal)
     return np.zeros(jnp.shape(primal), jax.dtypes.float0)
 
 
-@_solve.defjvp
+def _tangent_in(primal, tangent):
+    """A tangent usable in ``jax.jvp`` (``tangent`` may be a symbolic zero)."""
+    if not _is_float(primal) or _is_zero(tangent):
+        return _zero_tangent(primal)
+    return tangent
+
+
+def _partials(fun, x, theta, live, residual: bool):
+    """``g(x, θ)``, ``∂g/∂x`` and ``∂g/∂θ_i`` for the scalar leaves ``live`` of θ, as
+    values (primal computations): one ``jvp`` of ``fun`` per column, under one ``vmap``.
+
+    The slope in ``x`` is a column too unless the residual gives it (``residual``).
+    """
+    leaves, tree = jax.tree.flatten(theta)
+    n_x = 0 if residual else 1
+    basis = jnp.eye(n_x + len(live), dtype=jnp.result_type(x, float))
+
+    def column(e):
+        tangents = [_zero_tangent(v) for v in leaves]
+        for j, i in enumerate(live):
+            tangents[i] = e[n_x + j].astype(jnp.result_type(leaves[i]))
+        dx = e[0] * jnp.ones_like(x) if n_x else jnp.zeros_like(x)
+        out = jax.jvp(fun, (x, theta), (dx, jax.tree.unflatten(tree, tangents)))[1]
+        return out.value if residual else out
+
+    cols = jax.vmap(column)(basis)
+    slope = fun(x, theta).slope if residual else cols[0]
+    return slope, cols[n_x:]
+
+
+@functools.partial(_solve.defjvp, symbolic_zeros=True)
 def _solve_jvp(fun, opts, primals, tangents):
     theta, lower, upper, x0, ftol, xtol, xrtol, increasing = primals
     x, status, evals = _solve(fun, theta, lower, upper, x0, ftol, xtol, xrtol, increasing, opts)
@@ -373,13 +418,29 @@ def _solve_jvp(fun, opts, primals, tangents):
     # Where the solve failed, evaluate at a finite point, so that a zero cotangent there
     # does not meet a NaN coefficient in reverse mode.
     x_at = jnp.where(ok, x, jnp.clip(x0, lower, upper))
-    dtheta = jax.tree.map(_tangent_in, theta, tangents[0])
-    if opts[1]:  # fun returns a Residual
-        res, dres = jax.jvp(lambda th: fun(x_at, th), (theta,), (dtheta,))
-        g_x, g_theta = res.slope, dres.value
+    residual = opts[1]
+    leaves, tree = jax.tree.flatten(theta)
+    # (with symbolic zeros a tuple's tangents may come as a list: leaves in the same order)
+    d_leaves = jax.tree.leaves(tangents[0], is_leaf=_is_zero)
+    live = [
+        i
+        for i, (v, t) in enumerate(zip(leaves, d_leaves, strict=True))
+        if _is_float(v) and not _is_zero(t)
+    ]
+    if all(jnp.ndim(leaves[i]) == 0 for i in live):
+        # Scalar parameters (each element of a vmapped batch, say): their partials as
+        # values, so that the tangent below is linear in dθ through a product alone, and
+        # reverse mode transposes that product, not fun.
+        g_x, cols = _partials(fun, x_at, theta, live, residual)
+        g_theta = sum((c * d_leaves[i] for c, i in zip(cols, live, strict=True)), 0.0 * g_x)
     else:
-        g_theta = jax.jvp(lambda th: fun(x_at, th), (theta,), (dtheta,))[1]
-        g_x = jax.jvp(lambda v: fun(v, theta), (x_at,), (jnp.ones_like(x_at),))[1]
+        dtheta = jax.tree.unflatten(tree, list(map(_tangent_in, leaves, d_leaves)))
+        if residual:
+            res, dres = jax.jvp(lambda th: fun(x_at, th), (theta,), (dtheta,))
+            g_x, g_theta = res.slope, dres.value
+        else:
+            g_theta = jax.jvp(lambda th: fun(x_at, th), (theta,), (dtheta,))[1]
+            g_x = jax.jvp(lambda v: fun(v, theta), (x_at,), (jnp.ones_like(x_at),))[1]
     tan = jnp.where(ok, -g_theta / jnp.where(ok, g_x, 1.0), jnp.nan)
     zero = np.zeros(jnp.shape(status), jax.dtypes.float0)
     return (x, status, evals), (tan, zero, zero)
