@@ -20,7 +20,10 @@ window) change with σ; a root at such a jump ends with a bracket narrower than 
 
 Derivatives of the returned σ do not flow through the loop: the solver's ``custom_jvp``
 applies the implicit function theorem to ``g(u, θ) = 0``,
-``du/dθ = −(∂g/∂θ)/(∂g/∂u)``, for θ = target ε (or δ), δ (or ε) and ``q`` (or σ).
+``du/dθ = −(∂g/∂θ)/(∂g/∂u)``, for θ = target ε (or δ), δ (or ε) and ``q`` (or σ). θ's
+leaves are scalars, so the partials are computed as values (forward mode, one column per
+differentiated leaf) and reverse mode does not transpose the composition engine
+(:mod:`glrt_jax._src.solvers`, "Derivatives").
 
 jit and vmap
 ------------
