@@ -358,3 +358,13 @@ def test_reverse_mode_with_scalar_parameters_does_not_transpose_the_residual():
     cs = jnp.array([1.0, 27.0, 64.0])
     got = jax.jit(jax.vmap(jax.grad(root), in_axes=(0, None)))(cs, k)
     np.testing.assert_allclose(got, k * np.asarray(cs) ** (-2 / 3) / 3, rtol=1e-9)
+    # With the residual's own slope (∂g/∂x from the jvp's primal output, not a column).
+
+    def root_own_slope(c):
+        def fun(x, t):
+            return solvers.Residual(cbrt_by_loop(t) ** 3 - x**3, -3.0 * x**2)
+
+        return solvers.find_root(fun, c, 0.0, 100.0, 1.0, ftol=0.0, side="any", residual=True).x
+
+    got = jax.jit(jax.vmap(jax.grad(root_own_slope)))(cs)
+    np.testing.assert_allclose(got, np.asarray(cs) ** (-2 / 3) / 3, rtol=1e-9)

@@ -388,10 +388,11 @@ def _tangent_in(primal, tangent):
 
 
 def _partials(fun, x, theta, live, residual: bool):
-    """``g(x, θ)``, ``∂g/∂x`` and ``∂g/∂θ_i`` for the scalar leaves ``live`` of θ, as
-    values (primal computations): one ``jvp`` of ``fun`` per column, under one ``vmap``.
+    """``∂g/∂x`` and ``∂g/∂θ_i`` for the scalar leaves ``live`` of θ (a non-empty list
+    of leaf indices), as values: one ``jvp`` of ``fun`` per column, under one ``vmap``.
 
-    The slope in ``x`` is a column too unless the residual gives it (``residual``).
+    The slope in ``x`` is a column too, unless the residual gives it (``residual``: then
+    from the primal output of the same ``jvp``s).
     """
     leaves, tree = jax.tree.flatten(theta)
     n_x = 0 if residual else 1
@@ -402,12 +403,11 @@ def _partials(fun, x, theta, live, residual: bool):
         for j, i in enumerate(live):
             tangents[i] = e[n_x + j].astype(jnp.result_type(leaves[i]))
         dx = e[0] * jnp.ones_like(x) if n_x else jnp.zeros_like(x)
-        out = jax.jvp(fun, (x, theta), (dx, jax.tree.unflatten(tree, tangents)))[1]
-        return out.value if residual else out
+        out, d_out = jax.jvp(fun, (x, theta), (dx, jax.tree.unflatten(tree, tangents)))
+        return (out.slope, d_out.value) if residual else (d_out, d_out)
 
-    cols = jax.vmap(column)(basis)
-    slope = fun(x, theta).slope if residual else cols[0]
-    return slope, cols[n_x:]
+    slopes, cols = jax.vmap(column)(basis)
+    return (slopes[0], cols) if residual else (cols[0], cols[1:])
 
 
 @functools.partial(_solve.defjvp, symbolic_zeros=True)
@@ -427,12 +427,14 @@ def _solve_jvp(fun, opts, primals, tangents):
         for i, (v, t) in enumerate(zip(leaves, d_leaves, strict=True))
         if _is_float(v) and not _is_zero(t)
     ]
-    if all(jnp.ndim(leaves[i]) == 0 for i in live):
+    if not live:  # tangents on the bounds, start or tolerances only: no derivative
+        g_x, g_theta = jnp.ones_like(x_at), jnp.zeros_like(x_at)
+    elif all(jnp.ndim(leaves[i]) == 0 for i in live):
         # Scalar parameters (each element of a vmapped batch, say): their partials as
         # values, so that the tangent below is linear in dθ through a product alone, and
         # reverse mode transposes that product, not fun.
         g_x, cols = _partials(fun, x_at, theta, live, residual)
-        g_theta = sum((c * d_leaves[i] for c, i in zip(cols, live, strict=True)), 0.0 * g_x)
+        g_theta = sum(c * d_leaves[i] for c, i in zip(cols, live, strict=True))
     else:
         dtheta = jax.tree.unflatten(tree, list(map(_tangent_in, leaves, d_leaves)))
         if residual:
