@@ -79,9 +79,10 @@ element), ``∂g/∂θ_i`` are computed as values, one ``jvp`` column per such l
 is ``−Σ_i (∂g/∂θ_i) dθ_i/(∂g/∂x)``: reverse mode then transposes that sum, not ``fun``.
 For the jitted, vmapped gradient of ``calibrate.noise_multiplier`` this took XLA's
 compilation from 24.9–29.8 to 21.0–23.8 s (2-core CPU, alternating processes; tracing
-unchanged at about 15 s). Otherwise (array leaves: an elementwise batch without ``vmap``)
-``∂g/∂θ·dθ`` is one ``jvp`` of ``fun`` in ``θ``, and for reverse mode the tangent of ``g``
-in ``θ`` must be transposable (plain jax operations or ``custom_jvp`` pieces with
+unchanged by it, about 14 s, then 10 s with ``programs.same_trace_context``).
+Otherwise (array leaves: an elementwise batch without ``vmap``) ``∂g/∂θ·dθ`` is one
+``jvp`` of ``fun`` in ``θ``, and for reverse mode the tangent of ``g`` in ``θ`` must be
+transposable (plain jax operations or ``custom_jvp`` pieces with
 closed-form partials; no ``while_loop`` on tangents). Bounds, start, tolerances and
 ``increasing`` get no derivative; where the solve failed the tangent is NaN (and a
 cotangent that is zero there stays finite).
