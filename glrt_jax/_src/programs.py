@@ -321,7 +321,8 @@ def same_trace_context():
     traced twice. Setting the mesh explicitly (to the one in context, the empty one by
     default) makes both traces see the same key. The jitted ``value_and_grad`` of
     ``calibrate.noise_multiplier`` over a batch traced each of the engine's three stages
-    twice; with this around the engine's traced calls and the root finder, once.
+    twice (once for the root finder's loop, once for its derivative rule); with this
+    around the engine's traced calls, once (trace and lowering 14 → 10 s on a 2-core CPU).
     """
     return jax.sharding.use_abstract_mesh(jax.sharding.get_abstract_mesh())
 
