@@ -106,6 +106,8 @@ import numpy as np
 from jax import lax
 from jax.custom_derivatives import SymbolicZero
 
+from glrt_jax._src import programs
+
 OK = 0
 MAX_ITER = 1  # no convergence within max_iter evaluations
 ROOT_ABOVE = 2  # the root lies above the upper search bound
@@ -362,7 +364,12 @@ def _iterate(fun, theta, lower, upper, x0, ftol, xtol, xrtol, increasing, opts):
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(0, 9))
 def _solve(fun, theta, lower, upper, x0, ftol, xtol, xrtol, increasing, opts):
-    x, status, evals = _iterate(fun, theta, lower, upper, x0, ftol, xtol, xrtol, increasing, opts)
+    # The residual is traced here and again in the derivative rule: one tracing cache key
+    # for both (programs.same_trace_context).
+    with programs.same_trace_context():
+        x, status, evals = _iterate(
+            fun, theta, lower, upper, x0, ftol, xtol, xrtol, increasing, opts
+        )
     return jnp.where(status == OK, x, jnp.nan), status, evals
 
 
@@ -413,6 +420,11 @@ def _partials(fun, x, theta, live, residual: bool):
 
 @functools.partial(_solve.defjvp, symbolic_zeros=True)
 def _solve_jvp(fun, opts, primals, tangents):
+    with programs.same_trace_context():
+        return _implicit_jvp(fun, opts, primals, tangents)
+
+
+def _implicit_jvp(fun, opts, primals, tangents):
     theta, lower, upper, x0, ftol, xtol, xrtol, increasing = primals
     x, status, evals = _solve(fun, theta, lower, upper, x0, ftol, xtol, xrtol, increasing, opts)
     ok = status == OK
