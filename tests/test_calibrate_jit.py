@@ -41,7 +41,7 @@ def test_jit_vmap_batch_and_failures():
 def test_jit_vmap_and_implicit_grads(monkeypatch):
     # Each of the engine's stages is traced once in this program, though the root finder
     # evaluates the residual in its loop and again in its derivative rule
-    # (programs.same_trace_context; twice before: JAX's tracing cache missed).
+    # (solvers._same_trace_context; twice before: JAX's tracing cache missed).
     traced = []
     plan = planning.plan
     monkeypatch.setattr(planning, "plan", lambda *a, **k: traced.append(1) or plan(*a, **k))

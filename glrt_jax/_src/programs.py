@@ -311,25 +311,6 @@ def _describe(leaf) -> tuple:
     return aval.dtype, aval.shape, getattr(aval, "weak_type", False)
 
 
-def same_trace_context():
-    """A context in which JAX's tracing cache serves a jitted function traced again.
-
-    JAX keys its cache of traced jitted functions on the abstract mesh in context, which
-    is ``None`` where Python code is traced directly and the empty mesh where a recorded
-    equation is evaluated again (a ``custom_jvp`` rule under ``linearize``, a loop body
-    replayed by a transformation): the same function with the same arguments is then
-    traced twice. Setting the mesh explicitly (to the one in context, the empty one by
-    default) makes both traces see the same key. The jitted ``value_and_grad`` of
-    ``calibrate.noise_multiplier`` over a batch traced each of the engine's three stages
-    twice (once for the root finder's loop, once for its derivative rule); with this
-    around the engine's traced calls, once (trace and lowering 14 → 10 s on a 2-core CPU).
-    The root finder (``solvers._solve`` and its rule) uses it too, for residuals of other
-    jitted functions: the GLRT closed-form calibration's gradient program, 17.7M → 16.2M
-    Python calls while tracing.
-    """
-    return jax.sharding.use_abstract_mesh(jax.sharding.get_abstract_mesh())
-
-
 class _Stored:
     """Eager calls of a jitted function, served by stored exported programs."""
 
@@ -351,8 +332,7 @@ class _Stored:
     def __call__(self, *args, **static):
         leaves, tree = jax.tree_util.tree_flatten(args)
         if jax.config.jax_disable_jit or any(isinstance(x, jax.core.Tracer) for x in leaves):
-            with same_trace_context():
-                return self._jitted(*args, **static)
+            return self._jitted(*args, **static)
         ahead = _AHEAD.get()
         entry = self._key(leaves, tree, args, static)
         while True:

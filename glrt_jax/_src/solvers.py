@@ -79,7 +79,7 @@ element), ``∂g/∂θ_i`` are computed as values, one ``jvp`` column per such l
 is ``−Σ_i (∂g/∂θ_i) dθ_i/(∂g/∂x)``: reverse mode then transposes that sum, not ``fun``.
 For the jitted, vmapped gradient of ``calibrate.noise_multiplier`` this took XLA's
 compilation from 24.9–29.8 to 21.0–23.8 s (2-core CPU, alternating processes; tracing
-unchanged by it, about 14 s, then 10 s with ``programs.same_trace_context``).
+unchanged by it, about 14 s, then 10 s with ``_same_trace_context``).
 Otherwise (array leaves: an elementwise batch without ``vmap``) ``∂g/∂θ·dθ`` is one
 ``jvp`` of ``fun`` in ``θ``, and for reverse mode the tangent of ``g`` in ``θ`` must be
 transposable (plain jax operations or ``custom_jvp`` pieces with
@@ -105,8 +105,6 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 from jax.custom_derivatives import SymbolicZero
-
-from glrt_jax._src import programs
 
 OK = 0
 MAX_ITER = 1  # no convergence within max_iter evaluations
@@ -362,11 +360,26 @@ def _iterate(fun, theta, lower, upper, x0, ftol, xtol, xrtol, increasing, opts):
     return orient(st.x), _sign_flip(st.status, flip), st.evals
 
 
+def _same_trace_context():
+    """A context in which JAX's tracing cache serves a jitted function traced again.
+
+    JAX keys its cache of traced jitted functions on the abstract mesh in context, which
+    is ``None`` where Python code is traced directly and the empty mesh where a recorded
+    equation is evaluated again (the derivative rule below, under ``linearize``): a
+    residual's jitted parts (the composition engine's three stages, say) were then traced
+    once for the loop and again for the rule. Setting the mesh explicitly (to the one in
+    context, the empty one by default) gives both traces one key: the jitted
+    ``value_and_grad`` of ``calibrate.noise_multiplier`` over a batch traces each stage
+    once, and traces and lowers in 10 instead of 14 s on a 2-core CPU.
+    """
+    return jax.sharding.use_abstract_mesh(jax.sharding.get_abstract_mesh())
+
+
 @functools.partial(jax.custom_jvp, nondiff_argnums=(0, 9))
 def _solve(fun, theta, lower, upper, x0, ftol, xtol, xrtol, increasing, opts):
     # The residual is traced here and again in the derivative rule: one tracing cache key
-    # for both (programs.same_trace_context).
-    with programs.same_trace_context():
+    # for both.
+    with _same_trace_context():
         x, status, evals = _iterate(
             fun, theta, lower, upper, x0, ftol, xtol, xrtol, increasing, opts
         )
@@ -420,7 +433,7 @@ def _partials(fun, x, theta, live, residual: bool):
 
 @functools.partial(_solve.defjvp, symbolic_zeros=True)
 def _solve_jvp(fun, opts, primals, tangents):
-    with programs.same_trace_context():
+    with _same_trace_context():
         return _implicit_jvp(fun, opts, primals, tangents)
 
 
