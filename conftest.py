@@ -2,16 +2,57 @@
 
 ``GLRT_JAX_TEST_X64=0`` leaves 64-bit floats off (JAX's default) for the float32 run:
 ``pytest -m float32`` then checks what is documented to work in float32.
+
+The suite compiles for its own speed: XLA's CPU compiler without LLVM's optimisation and
+without its fusion emitters (:data:`QUICK_XLA_FLAGS`, the options of the command line's
+``programs.quick_compile``), which compiles about 3× faster; the suite spends most of its
+time compiling. The operations are the same, the machine code differs; the answers agree
+to rounding (``tests/test_programs.py`` compares them). ``GLRT_JAX_TEST_XLA=defaults``
+keeps XLA's defaults, as a user's program compiles: ``.ci/run`` runs the float32 tests so,
+and the tests marked ``xla_defaults`` (those that compare against XLA's defaults), which
+the quick suite skips.
 """
 
 import os
 from pathlib import Path
 
-import jax
 import pytest
 
 X64 = os.environ.get("GLRT_JAX_TEST_X64", "1") != "0"
+QUICK_XLA_FLAGS = ("--xla_backend_optimization_level=0", "--xla_cpu_use_fusion_emitters=false")
+_CODEGEN = os.environ.get("GLRT_JAX_TEST_XLA", "quick")
+if _CODEGEN not in ("quick", "defaults"):
+    raise ValueError(f"GLRT_JAX_TEST_XLA must be 'quick' or 'defaults', not {_CODEGEN!r}")
+XLA_DEFAULTS = _CODEGEN == "defaults"
+
+
+def _without_quick_flags(flags: str) -> list[str]:
+    return [f for f in flags.split() if f not in QUICK_XLA_FLAGS]
+
+
+# Before JAX starts its backend, which reads XLA_FLAGS once (the xdist workers inherit the
+# variable and load this file again: the flags are set once).
+if not XLA_DEFAULTS:
+    os.environ["XLA_FLAGS"] = " ".join(
+        [*_without_quick_flags(os.environ.get("XLA_FLAGS", "")), *QUICK_XLA_FLAGS]
+    )
+
+import jax  # noqa: E402
+
 jax.config.update("jax_enable_x64", X64)
+
+
+def other_codegen_env() -> dict[str, str]:
+    """The environment for a subprocess that compiles the same programs into other
+    machine code than this process: XLA's defaults under the quick flags, LLVM's
+    optimisation off under XLA's defaults."""
+    flags = _without_quick_flags(os.environ.get("XLA_FLAGS", ""))
+    if XLA_DEFAULTS:
+        flags.append("--xla_backend_optimization_level=0")
+    env = dict(os.environ, XLA_FLAGS=" ".join(flags))
+    # The child compiles by its own flags, not those of this suite's run.
+    env.pop("GLRT_JAX_TEST_XLA", None)
+    return env
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -50,13 +91,15 @@ def _no_program_store_after_the_test():
 
 
 def pytest_collection_modifyitems(config, items):
-    """With x64 off, only the tests marked ``float32`` run (the rest assume float64)."""
-    if X64:
-        return
-    skip = pytest.mark.skip(reason="float64 test: GLRT_JAX_TEST_X64=0 runs the float32 tests")
+    """With x64 off, only the tests marked ``float32`` run (the rest assume float64).
+    Under the quick flags, the tests marked ``xla_defaults`` are skipped."""
+    float64 = pytest.mark.skip(reason="float64 test: GLRT_JAX_TEST_X64=0 runs the float32 tests")
+    defaults = pytest.mark.skip(reason="needs XLA's defaults: GLRT_JAX_TEST_XLA=defaults")
     for item in items:
-        if "float32" not in item.keywords:
-            item.add_marker(skip)
+        if not X64 and "float32" not in item.keywords:
+            item.add_marker(float64)
+        elif not XLA_DEFAULTS and "xla_defaults" in item.keywords:
+            item.add_marker(defaults)
 
 
 # Tests that compile the same programs run on one xdist worker. Each worker traces a

@@ -24,6 +24,7 @@ from closed_forms import (
 from dp_accounting.pld import pld_privacy_accountant
 from jax import lax
 
+import conftest
 from glrt_jax import accountant
 from glrt_jax._src import composition, losses, planning, programs
 from glrt_jax._src.shapes import pad_phases, vmap_block
@@ -441,9 +442,10 @@ _GRAD_UNDER_OTHER_CODEGEN = textwrap.dedent(
 def test_gradients_do_not_depend_on_code_generation():
     # The derivative of the certified bound picks a minimum/maximum among candidates; one
     # that finds it by comparing recomputed values is 0/0 where the compiler rounds the two
-    # copies differently. With LLVM's optimisation off (other rounding of the same program)
+    # copies differently. With the other code generation (other rounding of the same
+    # program: XLA's defaults, or LLVM's optimisation off where the suite runs with them)
     # the gradient must stay finite, with the signs test_jit_vmap_and_gradients checks.
-    env = dict(os.environ, XLA_FLAGS="--xla_backend_optimization_level=0")
+    env = conftest.other_codegen_env()
     out = subprocess.run(
         [sys.executable, "-c", _GRAD_UNDER_OTHER_CODEGEN],
         capture_output=True,

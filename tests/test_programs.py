@@ -96,6 +96,7 @@ def test_enable_cache_honours_the_environment(monkeypatch, tmp_path):
         programs.set_store(None)
 
 
+@pytest.mark.xla_defaults
 def test_compiler_options_give_the_same_answers(store):
     """The options for small programs (no fusion emitters) and the command line's (also no
     LLVM optimisation) change the machine code, not the operations: the same bounds as

@@ -51,8 +51,9 @@ TWO_DEVICES = textwrap.dedent(
 
 
 def test_two_devices_in_subprocess():
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2",
-               JAX_PLATFORMS="cpu")  # fmt: skip
+    # Two host devices, compiled as the suite's other programs (its XLA_FLAGS kept).
+    flags = f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=2"
+    env = dict(os.environ, XLA_FLAGS=flags.strip(), JAX_PLATFORMS="cpu")
     proc = subprocess.run(
         [sys.executable, "-c", TWO_DEVICES], env=env, capture_output=True, text=True, timeout=300
     )
