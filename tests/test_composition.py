@@ -854,9 +854,13 @@ def test_large_schedules_run_in_two_halves(monkeypatch):
     part and the phase sums run in two halves side by side (50 phases each, slices of the
     same padded arrays), and the answer equals that of one program over all phases (the
     plan's per-phase values are the same, its sums and the phase sums the same additions
-    in another order: 1e-12 relative)."""
+    in another order: 1e-12 relative). Their bounds compile for latency
+    (``QUICK_BOUNDS_FROM``), those of one phase as small programs."""
     sig, q, n = _distinct_phases(100, (0.8, 1.5), (0.005, 0.02), 10)
     parts = []
+    stage, options = composition._bounds_stage, []
+    key = stage._key
+    monkeypatch.setattr(stage, "_key", lambda *a: options.append(key(*a)[1]) or key(*a))
 
     def recording(name):
         program = getattr(composition, name)
@@ -877,6 +881,10 @@ def test_large_schedules_run_in_two_halves(monkeypatch):
     split = [(0, 50, 64), (50, 50, 64)] if on_cpu() else []
     for name in ("_plan_part_program", "_part_sums_program"):
         assert sorted(p[1:] for p in parts if p[0] == name)[:2] == split
+    assert set(options) == {programs._checked(tuple(sorted(programs.QUICK_COMPILE.items())))}
+    options.clear()
+    accountant.schedule_epsilon(1.0, 0.01, 1000, 1e-5)
+    assert set(options) == {programs._checked(tuple(sorted(programs.SMALL_PROGRAMS.items())))}
     parts.clear()
     monkeypatch.setattr(composition, "_HALVES_FROM", 10**9)
     whole = accountant.schedule_epsilon(sig, q, n, 1e-5)

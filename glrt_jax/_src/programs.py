@@ -27,7 +27,9 @@ Inside :func:`quick_compile` (the command line's commands run there: a process t
 answers a few queries and exits) LLVM's optimisation is off as well
 (:data:`QUICK_COMPILE`): 3–4× faster compilation (1.2 s; d = 10: 3.0 s), while a run
 takes 22–62 ms instead of 6–16 ms. Large programs (many phases, many nodes), whose run
-is what costs, keep XLA's defaults. The options change the machine code, not the
+is what costs, keep XLA's defaults; the composition engine compiles the bounds of a query
+of many phases (milliseconds of run beside its phase sums') under :func:`quick_compile`
+too (``composition.QUICK_BOUNDS_FROM``). The options change the machine code, not the
 operations: the answers agree to rounding (ε to about 2e-13 relative; the tests compare
 them), each certified by its own error terms.
 
