@@ -860,7 +860,13 @@ def test_large_schedules_run_in_two_halves(monkeypatch):
     parts = []
     stage, options = composition._bounds_stage, []
     key = stage._key
-    monkeypatch.setattr(stage, "_key", lambda *a: options.append(key(*a)[1]) or key(*a))
+
+    def recording_options(*args):
+        entry = key(*args)
+        options.append(entry[1])
+        return entry
+
+    monkeypatch.setattr(stage, "_key", recording_options)
 
     def recording(name):
         program = getattr(composition, name)
