@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 import numpy as np
+from jax import lax
 from jax.scipy.special import logsumexp
 
 from glrt_jax._src import losses
@@ -42,18 +43,46 @@ def safe_log(v):
     return jnp.where(pos, jnp.log(jnp.where(pos, v, 1.0)), -jnp.inf)
 
 
+def _static_points(thin: int) -> np.ndarray:
+    """The planning points that do not depend on the range, on [0, 1] and sorted: uniform
+    and geometric from both ends (:func:`planning_points`)."""
+    g = np.geomspace(1e-13, 1.0, _N_GEOM // thin)
+    return np.sort(np.concatenate([np.linspace(0.0, 1.0, _N_UNIFORM // thin), g, 1.0 - g]))
+
+
+def _bitonic_merge(v):
+    """Sorts a bitonic sequence (non-decreasing, then non-increasing) of length ``2^k``.
+
+    Batcher's bitonic merger: ``k`` rounds of compare-and-exchange between the halves of
+    ever shorter blocks, each an elementwise minimum and maximum (XLA's comparison sort
+    is about three times slower on the planner's 512 points per row).
+    """
+    n = v.shape[-1]
+    if n & (n - 1):
+        raise ValueError(f"a bitonic merge needs a power-of-two length; got {n}")
+    k = n // 2
+    while k >= 1:
+        blocks = v.reshape(v.shape[:-1] + (n // (2 * k), 2, k))
+        a, b = blocks[..., 0, :], blocks[..., 1, :]
+        v = jnp.stack([jnp.minimum(a, b), jnp.maximum(a, b)], axis=-2).reshape(v.shape)
+        k //= 2
+    return v
+
+
 def planning_points(lo, hi, thin: int = 1):
     """Sorted planning points on [lo, hi]: uniform, geometric from both ends and around 0.
 
     ``thin`` (static) divides the number of points of each kind: the planner of many
     phases takes half as many (its per-phase work is what a schedule's cost grows with).
+    The points that do not depend on where 0 lies, ``lo + w·v`` for the sorted ``v`` of
+    :func:`_static_points`, are sorted (rounding is monotone), and so are those around 0;
+    one bitonic merge of the two (their total is a power of two) sorts them all.
     """
     w = hi - lo
     g = jnp.asarray(np.geomspace(1e-13, 1.0, _N_GEOM // thin))
-    u = jnp.linspace(0.0, 1.0, _N_UNIFORM // thin)
-    around = jnp.concatenate([g, -g]) * jnp.maximum(jnp.abs(lo), jnp.abs(hi))
-    pts = jnp.concatenate([lo + w * u, lo + w * g, hi - w * g, jnp.clip(around, lo, hi)])
-    return jnp.sort(pts)
+    around = jnp.concatenate([-g[::-1], g]) * jnp.maximum(jnp.abs(lo), jnp.abs(hi))
+    ranged = lo + w * jnp.asarray(_static_points(thin))
+    return _bitonic_merge(jnp.concatenate([ranged, jnp.clip(around, lo, hi)[::-1]]))
 
 
 def direction_flags(directions):
@@ -116,6 +145,31 @@ def merge(pi, kappa, x):
 
 def log_mgf(x, p, ts):
     return logsumexp(ts[..., None] * x + safe_log(p), axis=-1)
+
+
+def pmf_log_mgf(x, p, ts):
+    """``log Σ_j p_j e^{t x_j}`` at many tilts ``t ≥ 0`` (shape (T,)) of a pmf on the points
+    ``x`` (shape (P,); masses at most 1).
+
+    As :func:`log_mgf`, but shifted by a bound on each tilt's largest term rather than by
+    the largest term itself: on a CPU, XLA compiles logsumexp's maximum over the
+    (tilts × points) terms, its exponentials and their sum into one fusion that takes
+    about 5 ns per term, and a plain sum of exponentials about 1–2 ns. With ``x⁺`` the
+    largest point with mass, the largest term ``t x_j + log p_j`` lies between
+    ``t x⁺ + log p(x⁺)`` and ``t x⁺ + max_j log p_j``, an interval at most 745 wide
+    (masses in ``(2⁻¹⁰⁷⁴, 1]``); shifted by its midpoint, no exponential overflows and
+    the largest is at least ``e^{−373}``, a normal number. The result then differs from
+    logsumexp's only by rounding: the shifted exponents round by at most ``373u`` each,
+    far within the ``1e-9`` the planner charges per round (the planner's 73 tilts ×
+    512 points per phase: 2.5–2.9× faster on a 2-core CPU).
+    """
+    lp = safe_log(p)
+    top = jnp.argmax(jnp.where(p > 0, x, -jnp.inf))
+    shift = ts * x[top] + 0.5 * (jnp.max(lp) + lp[top])
+    # No mass at all: every term is 0 and the answer −inf, as logsumexp's.
+    shift = lax.stop_gradient(jnp.where(jnp.isfinite(shift), shift, 0.0))
+    total = jnp.sum(jnp.exp(ts[:, None] * x + lp - shift[:, None]), axis=-1)
+    return jnp.log(total) + shift
 
 
 def compand_counts(xp, pmf, t):

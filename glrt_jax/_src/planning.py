@@ -231,7 +231,7 @@ def measure_phases(loss, values, mu, q, n, log_m, thin):
 
     def one(m, r, dk):
         lo, hi, xp, pp, out = _phase_support(loss, value(dk), directions, m, r, log_m, thin)
-        return lo, hi, xp, pp, jax.vmap(lambda x, w: grids.log_mgf(x, w, ts))(xp, pp), out
+        return lo, hi, xp, pp, jax.vmap(lambda x, w: grids.pmf_log_mgf(x, w, ts))(xp, pp), out
 
     # Phases in batches (a vmap within, or one phase per batch where the loss branches by
     # phase, losses.batch_phases; a scan across: the (T, P) exponentials of every
