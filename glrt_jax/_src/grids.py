@@ -43,13 +43,6 @@ def safe_log(v):
     return jnp.where(pos, jnp.log(jnp.where(pos, v, 1.0)), -jnp.inf)
 
 
-def _static_points(thin: int) -> np.ndarray:
-    """The planning points that do not depend on the range, on [0, 1] and sorted: uniform
-    and geometric from both ends (:func:`planning_points`)."""
-    g = np.geomspace(1e-13, 1.0, _N_GEOM // thin)
-    return np.sort(np.concatenate([np.linspace(0.0, 1.0, _N_UNIFORM // thin), g, 1.0 - g]))
-
-
 def _bitonic_merge(v):
     """Sorts a bitonic sequence (non-decreasing, then non-increasing) of length ``2^k``.
 
@@ -74,14 +67,15 @@ def planning_points(lo, hi, thin: int = 1):
 
     ``thin`` (static) divides the number of points of each kind: the planner of many
     phases takes half as many (its per-phase work is what a schedule's cost grows with).
-    The points that do not depend on where 0 lies, ``lo + w·v`` for the sorted ``v`` of
-    :func:`_static_points`, are sorted (rounding is monotone), and so are those around 0;
-    one bitonic merge of the two (their total is a power of two) sorts them all.
+    The points that do not depend on where 0 lies (uniform and geometric from both ends),
+    ``lo + w·v`` for a sorted ``v`` on [0, 1], are sorted (rounding is monotone), and so
+    are those around 0; one bitonic merge of the two (their total is a power of two)
+    sorts them all.
     """
-    w = hi - lo
-    g = jnp.asarray(np.geomspace(1e-13, 1.0, _N_GEOM // thin))
-    around = jnp.concatenate([-g[::-1], g]) * jnp.maximum(jnp.abs(lo), jnp.abs(hi))
-    ranged = lo + w * jnp.asarray(_static_points(thin))
+    g = np.geomspace(1e-13, 1.0, _N_GEOM // thin)
+    v = np.sort(np.concatenate([np.linspace(0.0, 1.0, _N_UNIFORM // thin), g, 1.0 - g]))
+    around = jnp.asarray(np.concatenate([-g[::-1], g])) * jnp.maximum(jnp.abs(lo), jnp.abs(hi))
+    ranged = lo + (hi - lo) * jnp.asarray(v)
     return _bitonic_merge(jnp.concatenate([ranged, jnp.clip(around, lo, hi)[::-1]]))
 
 
