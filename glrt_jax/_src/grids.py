@@ -74,9 +74,10 @@ def planning_points(lo, hi, thin: int = 1):
     """
     g = np.geomspace(1e-13, 1.0, _N_GEOM // thin)
     v = np.sort(np.concatenate([np.linspace(0.0, 1.0, _N_UNIFORM // thin), g, 1.0 - g]))
-    around = jnp.asarray(np.concatenate([-g[::-1], g])) * jnp.maximum(jnp.abs(lo), jnp.abs(hi))
+    # (in decreasing order: the merge's second run)
+    around = jnp.asarray(np.concatenate([g[::-1], -g])) * jnp.maximum(jnp.abs(lo), jnp.abs(hi))
     ranged = lo + (hi - lo) * jnp.asarray(v)
-    return _bitonic_merge(jnp.concatenate([ranged, jnp.clip(around, lo, hi)[::-1]]))
+    return _bitonic_merge(jnp.concatenate([ranged, jnp.clip(around, lo, hi)]))
 
 
 def direction_flags(directions):
