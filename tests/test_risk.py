@@ -75,6 +75,34 @@ def test_profile_loose_near_zero_is_skipped():
     assert lo <= 2 * norm.cdf(mu / 2) - 1 <= up
 
 
+def test_coarse_samples_serve_where_they_are_narrow_enough():
+    # A stand-in engine: exact GDP bounds from delta_fn, and coarse ones (±2e-7) for free.
+    mu, w = 1.0, 2e-7
+    full = []
+
+    def fn(e):
+        full.append(e)
+        d = gdp_delta(e, mu)
+        return d, d, d
+
+    def coarse(e):
+        d = gdp_delta(e, mu)
+        return max(0.0, d - w), d, d + w
+
+    prof = risk.Profile(fn, coarse)
+    lo, _, up = risk.tpr(prof, 0.1)  # tpr ≈ 0.39: a width of 4e-7 is enough everywhere
+    assert lo <= gdp_tpr(0.1, mu) <= up and up - lo <= risk.RTOL * up
+    assert full == [1.0] and 0.0 in prof.evaluated  # only the seed asked the engine
+    n = len(prof.evaluated)
+    # tpr(1e-6) ≈ 8.7e-5: its new samples far out need more than the coarse width.
+    lo, _, up = risk.tpr(prof, 1e-6)
+    assert lo <= gdp_tpr(1e-6, mu) <= up and up - lo <= risk.RTOL * up
+    assert 1 < len(full) < len(prof.evaluated) - n + 1
+    # The advantage asks for δ(0) at the engine's accuracy: the coarse sample is re-taken.
+    lo, _, up = risk.advantage(prof)
+    assert full[-1] == 0.0 and lo <= 2 * norm.cdf(mu / 2) - 1 <= up and up - lo < 1e-12
+
+
 # ---------------------------------------------------------------------------
 # threat_model="shared": closed forms
 # ---------------------------------------------------------------------------

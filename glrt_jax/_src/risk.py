@@ -43,7 +43,9 @@ and decreasing, and ``h(x) = δ(x) + α x`` is convex. The engine gives interval
   interval, extension of the range at the ends) until
   ``upper − lower ≤ rtol · upper``, within a budget of engine calls. The gap then
   shrinks with the square of the grid step near the minimiser (convexity) down to the
-  engine's own accuracy.
+  engine's own accuracy. A new sample needs a width small beside that gap only (it
+  moves ``h`` by as much): where the engine's own tolerance would compile larger
+  sizes, bounds at sizes already compiled serve when they are that narrow.
 * Advantage: ``δ(1)`` lies below the chord between ``x = e^{−t}`` and ``e^{t}`` and
   above the monotone and chord-extrapolation lines at ``x = 1``; ``t`` is halved until
   the gap is small (the engine's bounds loosen as ε → 0, which limits this).
@@ -77,28 +79,60 @@ _LOOSE = 0.5
 # Relative width above which a sample at reused sizes is recomputed at its own sizes.
 _REFIT = 0.05
 _TINY = 1e-9
+# Share of tpr's relative gap that a sample's width may take (see :func:`tpr`).
+_COARSE_SHARE = 0.125
 
 
 class Profile:
     """Certified samples of a privacy profile δ(ε), extended to ε < 0 by symmetry.
 
     Args:
-      delta_fn: ``ε ↦ (lower, estimate, upper)`` certified bounds on δ(ε), ε ≥ 0.
+      delta_fn: ``ε ↦ (lower, estimate, upper)`` certified bounds on δ(ε), ε ≥ 0, at
+        the accuracy of the engine's own tolerance.
+      coarse_fn: optionally, ``ε ↦`` certified bounds as cheap as the engine can give
+        them now (for the engine: at sizes already compiled), or ``None`` when it has
+        none. A sample asked for with a width ``atol`` comes from it when its bounds
+        are that narrow, and from ``delta_fn`` otherwise.
 
     The samples are cached: all answers about one composed mechanism share them.
     """
 
-    def __init__(self, delta_fn: Callable[[float], tuple[float, float, float]]):
+    def __init__(
+        self,
+        delta_fn: Callable[[float], tuple[float, float, float]],
+        coarse_fn: Callable[[float], tuple[float, float, float] | None] | None = None,
+    ):
         self._fn = delta_fn
+        self._coarse_fn = coarse_fn
         self._eps: dict[float, tuple[float, float, float]] = {}
+        self._coarse: set[float] = set()  # the samples taken from coarse_fn
         self.calls = 0
 
-    def evaluate(self, eps: float) -> None:
-        """Sample δ at ``eps`` ≥ 0 (once)."""
+    def evaluate(self, eps: float, atol: float | None = None) -> None:
+        """Sample δ at ``eps`` ≥ 0 once (again at the engine's accuracy, if it was coarse
+        and ``atol`` is ``None``).
+
+        Args:
+          eps: the ε ≥ 0 to sample.
+          atol: the width ``upper − lower`` that is enough for the caller; ``None``
+            for the engine's own accuracy.
+        """
         eps = float(eps)
-        if eps in self._eps:
+        if eps in self._eps and (atol is not None or eps not in self._coarse):
             return
-        lo, est, up = (float(v) for v in self._fn(eps))
+        self._coarse.discard(eps)
+        if atol is not None and self._coarse_fn is not None:
+            out = self._coarse_fn(eps)
+            if out is not None:
+                self._store(eps, out)
+                lo, _, up = self._eps[eps]
+                if up - lo <= atol:
+                    self._coarse.add(eps)
+                    return
+        self._store(eps, self._fn(eps))
+
+    def _store(self, eps: float, bounds) -> None:
+        lo, est, up = (float(v) for v in bounds)
         self.calls += 1
         up = min(up, 1.0) if math.isfinite(up) else 1.0
         lo = max(lo, 0.0) if math.isfinite(lo) else 0.0
@@ -272,7 +306,10 @@ def tpr(
         cand = _next_eps(profile, neck)
         if cand is None:
             return b
-        profile.evaluate(cand)
+        # A sample's width moves h(x) = δ(x) + α x by as much: a coarse sample (the
+        # engine's compiled sizes) serves when its width is a small share of the gap
+        # tpr may keep, rtol · upper.
+        profile.evaluate(cand, _COARSE_SHARE * rtol * b[2])
 
 
 def advantage_bounds(profile: Profile):
@@ -379,6 +416,11 @@ def engine_profile(sig, q, n, *, d: int, adversary: str, neighbouring: str, tol:
     Few compiled programs: each ε's grid and node counts are what ``tol`` asks for
     (:func:`glrt_jax._src.composition.choose_sizes`), rounded up to sizes this profile
     already used when there are such (larger sizes give bounds at least as accurate).
+    A coarse sample (:class:`Profile`) is taken at the largest sizes used so far, by
+    programs already compiled, when ε asks for larger ones: in ``x = e^ε`` a sample far
+    out on the curve needs little accuracy beside ``α x`` (NPO, σ = 1, q = 0.01,
+    N = 1000: ε = 2 asks for 4× the nodes of ε = 1 and is within 1.4e-3 relative at
+    ε = 1's sizes, where a new compilation takes 4–5 s).
     """
     from glrt_jax._src import composition
 
@@ -389,14 +431,20 @@ def engine_profile(sig, q, n, *, d: int, adversary: str, neighbouring: str, tol:
     static = dict(adversary=adversary, d=d, neighbouring=neighbouring)
     used: list[tuple[int, int]] = []
 
-    def fn(eps):
+    def sizes(eps):
         b, j = composition.choose_sizes(
             mu_p, q_p, n_p, jnp.float64(eps), jnp.float64(tol), query="delta", **static
         )
+        return int(b), int(j)
+
+    def at(eps, b, j):
+        return composition.schedule_delta(sig, q, n, eps, tol=tol, points=b, nodes=j, **static)
+
+    def fn(eps):
+        b, j = sizes(eps)
         fits = [s for s in used if s[0] >= b and s[1] >= j]
         if fits:
-            b, j = min(fits, key=lambda s: s[0] * s[1])
-            out = composition.schedule_delta(sig, q, n, eps, tol=tol, points=b, nodes=j, **static)
+            out = at(eps, *min(fits, key=lambda s: s[0] * s[1]))
             lo, up = float(out.lower), float(out.upper)
             if up - lo <= _REFIT * up or up <= _TINY:
                 return out
@@ -406,7 +454,13 @@ def engine_profile(sig, q, n, *, d: int, adversary: str, neighbouring: str, tol:
             used.append((b, j))
         return composition.schedule_delta(sig, q, n, eps, tol=tol, **static)
 
-    return Profile(fn)
+    def coarse(eps):
+        b, j = sizes(eps)
+        if not used or any(s[0] >= b and s[1] >= j for s in used):
+            return None  # nothing compiled yet, or ``fn`` is as cheap
+        return at(eps, *max(used, key=lambda s: s[0] * s[1]))
+
+    return Profile(fn, coarse)
 
 
 def check_fpr(fpr) -> np.ndarray:
