@@ -240,6 +240,7 @@ class Accountant:
         self.tol = float(tol)
         self._phases: list[Phase] = []
         self._profiles: dict = {}
+        self._sizes_used: dict = {}
 
     @property
     def phases(self) -> tuple[Phase, ...]:
@@ -344,6 +345,8 @@ class Accountant:
                 adversary=adversary,
                 neighbouring=self.neighbouring,
                 tol=self.tol,
+                # NPO and GLRT of one schedule: sizes one compiled serve the other
+                sizes_used=self._sizes_used.setdefault(tuple(self._phases), []),
             )
         return self._profiles[key]
 

@@ -410,17 +410,35 @@ def closed_advantage(mu: float, d: int, adversary: str) -> float:
     return float(profile.delta(0.0, mu, d, adversary="glrt"))
 
 
-def engine_profile(sig, q, n, *, d: int, adversary: str, neighbouring: str, tol: float) -> Profile:
+def engine_profile(
+    sig,
+    q,
+    n,
+    *,
+    d: int,
+    adversary: str,
+    neighbouring: str,
+    tol: float,
+    sizes_used: list[tuple[int, int]] | None = None,
+) -> Profile:
     """The :class:`Profile` of the per-round engine for one adversary and a schedule.
 
     Few compiled programs: each ε's grid and node counts are what ``tol`` asks for
-    (:func:`glrt_jax._src.composition.choose_sizes`), rounded up to sizes this profile
-    already used when there are such (larger sizes give bounds at least as accurate).
-    A coarse sample (:class:`Profile`) is taken at the largest sizes used so far, by
-    programs already compiled, when ε asks for larger ones: in ``x = e^ε`` a sample far
-    out on the curve needs little accuracy beside ``α x`` (NPO, σ = 1, q = 0.01,
-    N = 1000: ε = 2 asks for 4× the nodes of ε = 1 and is within 1.4e-3 relative at
-    ε = 1's sizes, where a new compilation takes 4–5 s).
+    (:func:`glrt_jax._src.composition.choose_sizes`), rounded up to sizes already used
+    when there are such (larger sizes give bounds at least as accurate). A coarse sample
+    (:class:`Profile`) is taken at the largest used sizes cheaper than those: in
+    ``x = e^ε`` a sample far out on the curve needs little accuracy beside ``α x``, and
+    this spares a compilation (NPO, σ = 1, q = 0.01, N = 1000: ε = 2 asks for 4× the
+    nodes of ε = 1 and is within 1.4e-3 relative at ε = 1's sizes; a new compilation
+    takes 4–5 s on 2 cores) or a pass at much larger sizes (σ = 0.7, q = 5e-4,
+    N = 2·10⁵: 420 ms at ε = 3's sizes against 15 ms).
+
+    Args:
+      sig, q, n: the schedule's phases (σ, sampling rate, steps).
+      d, adversary, neighbouring, tol: as for :func:`glrt_jax.accountant.schedule_delta`.
+      sizes_used: the ``(points, nodes)`` used so far, a list shared with the other
+        adversary's profile of the same schedule (appended to here): with d = 1 the
+        programs NPO compiled serve GLRT too.
     """
     from glrt_jax._src import composition
 
@@ -429,7 +447,7 @@ def engine_profile(sig, q, n, *, d: int, adversary: str, neighbouring: str, tol:
     sig_p, q_p, n_p = pad_phases(sig, q, n)  # the engine's bucket of phase counts
     mu_p, q_p, n_p = jnp.asarray(1.0 / sig_p), jnp.asarray(q_p), jnp.asarray(n_p)
     static = dict(adversary=adversary, d=d, neighbouring=neighbouring)
-    used: list[tuple[int, int]] = []
+    used = [] if sizes_used is None else sizes_used
 
     def sizes(eps):
         b, j = composition.choose_sizes(
@@ -440,11 +458,15 @@ def engine_profile(sig, q, n, *, d: int, adversary: str, neighbouring: str, tol:
     def at(eps, b, j):
         return composition.schedule_delta(sig, q, n, eps, tol=tol, points=b, nodes=j, **static)
 
-    def fn(eps):
+    def fitting(eps):
         b, j = sizes(eps)
         fits = [s for s in used if s[0] >= b and s[1] >= j]
-        if fits:
-            out = at(eps, *min(fits, key=lambda s: s[0] * s[1]))
+        return (b, j), (min(fits, key=_cost) if fits else None)
+
+    def fn(eps):
+        (b, j), fit = fitting(eps)
+        if fit is not None:
+            out = at(eps, *fit)
             lo, up = float(out.lower), float(out.upper)
             if up - lo <= _REFIT * up or up <= _TINY:
                 return out
@@ -455,12 +477,18 @@ def engine_profile(sig, q, n, *, d: int, adversary: str, neighbouring: str, tol:
         return composition.schedule_delta(sig, q, n, eps, tol=tol, **static)
 
     def coarse(eps):
-        b, j = sizes(eps)
-        if not used or any(s[0] >= b and s[1] >= j for s in used):
-            return None  # nothing compiled yet, or ``fn`` is as cheap
-        return at(eps, *max(used, key=lambda s: s[0] * s[1]))
+        _, fit = fitting(eps)
+        cheaper = [s for s in used if fit is None or _cost(s) < _cost(fit)]
+        if not cheaper:
+            return None  # nothing compiled yet, or nothing cheaper than ``fn``
+        return at(eps, *max(cheaper, key=_cost))
 
     return Profile(fn, coarse)
+
+
+def _cost(sizes: tuple[int, int]) -> int:
+    """The work of a pass at ``(points, nodes)``, to order sizes by."""
+    return sizes[0] * sizes[1]
 
 
 def check_fpr(fpr) -> np.ndarray:
