@@ -58,6 +58,7 @@ profile at ε = 0.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 
@@ -165,39 +166,45 @@ class Profile:
         return (np.exp(eps), eps, *(np.asarray(v)[order] for v in (lo, est, up)))
 
 
-def _min_max_lines(slopes, cuts, a: float, b: float) -> float:
-    """min over x ∈ [a, b] of max_k (slopes[k] x + cuts[k])."""
-    s, c = np.asarray(slopes, float), np.asarray(cuts, float)
-    cand = [a, b]
-    ds = s[:, None] - s[None, :]
-    dc = c[None, :] - c[:, None]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        xs = dc / ds
-    xs = xs[np.isfinite(xs)]
-    cand.extend(xs[(xs > a) & (xs < b)].tolist())
-    cand = np.asarray(cand)
-    return float(np.min(np.max(s[:, None] * cand[None, :] + c[:, None], axis=0)))
+def _interval_lowers(x, lo, up, alpha: float, pts, p, r):
+    """Lower bounds of min h on the intervals ``[pts[p], pts[r]]``, for index arrays p, r.
 
-
-def _interval_lower(x, lo, up, p, r, a, b, alpha):
-    """Lower bound of min h on [a, b] from samples p (left end) and r (right end).
-
-    ``p``/``r`` are sample indices, or ``None`` for the virtual ends 0 and 1/α.
+    ``pts`` are the breakpoints: 0, the samples ``x``, and an end beyond them (breakpoint
+    i is sample i − 1). On each interval ``h(x) = δ(x) + α x`` lies above up to seven
+    lines: ``α x`` and ``1 − x + α x`` (δ ≥ 0 and δ ≥ 1 − x); at a right end that is a
+    sample r, ``δ⁻(x_r) + α x`` (δ decreasing) and the chords of (r, r + 1) and
+    (r, r + 2) extended to its left; at a left end that is a sample p, the chords of
+    (p − 2, p) and (p − 1, p) extended to its right. The minimum over the interval of
+    their maximum is at an end or where two lines cross: all intervals are evaluated
+    at once, absent lines padded as ``−∞``.
     """
     m = len(x)
-    slopes, cuts = [alpha, alpha - 1.0], [0.0, 1.0]  # δ ≥ 0, δ ≥ 1 − x
-    if r is not None:
-        slopes.append(alpha), cuts.append(lo[r])  # δ decreasing
-        for ll in (r + 1, r + 2):  # chord of (r, ll) extended to the left of x_r
-            if ll < m:
-                k = (lo[r] - up[ll]) / (x[ll] - x[r])  # δ ≥ lo_r + k (x_r − x)
-                slopes.append(alpha - k), cuts.append(lo[r] + k * x[r])
-    if p is not None:
-        for kk in (p - 1, p - 2):  # chord of (kk, p) extended to the right of x_p
-            if kk >= 0:
-                k = (lo[p] - up[kk]) / (x[p] - x[kk])  # δ ≥ lo_p + k (x − x_p)
-                slopes.append(alpha + k), cuts.append(lo[p] - k * x[p])
-    return _min_max_lines(slopes, cuts, a, b)
+    rs, ps = r - 1, p - 1  # sample indices of the ends (the virtual ends: out of range)
+    has_r, has_p = (r >= 1) & (r <= m), (p >= 1) & (p <= m)
+    rs_, ps_ = np.clip(rs, 0, m - 1), np.clip(ps, 0, m - 1)
+    lines = [  # (slope, cut, present)
+        (np.full(p.shape, alpha), np.zeros(p.shape), np.ones(p.shape, bool)),
+        (np.full(p.shape, alpha - 1.0), np.ones(p.shape), np.ones(p.shape, bool)),
+        (np.full(p.shape, alpha), lo[rs_], has_r),
+    ]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for off in (1, 2):  # δ ≥ lo_r + k (x_r − x), k the chord's slope
+            ll = np.clip(rs + off, 0, m - 1)
+            k = (lo[rs_] - up[ll]) / (x[ll] - x[rs_])
+            lines.append((alpha - k, lo[rs_] + k * x[rs_], has_r & (rs + off < m)))
+        for off in (1, 2):  # δ ≥ lo_p + k (x − x_p)
+            kk = np.clip(ps - off, 0, m - 1)
+            k = (lo[ps_] - up[kk]) / (x[ps_] - x[kk])
+            lines.append((alpha + k, lo[ps_] - k * x[ps_], has_p & (ps - off >= 0)))
+        s = np.stack([np.where(ok, sl, 0.0) for sl, _, ok in lines], axis=1)
+        c = np.stack([np.where(ok, cu, -np.inf) for _, cu, ok in lines], axis=1)
+        xs = (c[:, None, :] - c[:, :, None]) / (s[:, :, None] - s[:, None, :])
+    a, b = pts[p], pts[r]
+    xs = xs.reshape(len(p), -1)
+    inside = np.isfinite(xs) & (xs > a[:, None]) & (xs < b[:, None])
+    cand = np.concatenate([a[:, None], b[:, None], np.where(inside, xs, a[:, None])], axis=1)
+    top = np.max(s[:, :, None] * cand[:, None, :] + c[:, :, None], axis=1)
+    return np.min(top, axis=1)
 
 
 def tpr_bounds(profile: Profile, alpha: float):
@@ -207,15 +214,18 @@ def tpr_bounds(profile: Profile, alpha: float):
     end) where the lower bound is attained.
     """
     x, eps, lo, est, up = profile.samples()
-    m = len(x)
     h_up = up + alpha * x
     k_best = int(np.argmin(h_up))
     upper = min(1.0, float(h_up[k_best]))
     estimate = min(upper, float(np.min(est + alpha * x)))
     x_end = max(1.0 / alpha, float(x[-1]))
     # Breakpoints: 0, the samples, x_end (index i ↦ sample i − 1).
-    pts = [0.0, *x.tolist(), x_end]
+    pts = np.array([0.0, *x.tolist(), x_end])
     n = len(pts)
+    # The intervals: each breakpoint r with the three before it.
+    pairs = [(p, r) for r in range(1, n) for p in range(max(0, r - 3), r)]
+    ps, rs = np.array(pairs).T
+    lbs = dict(zip(pairs, _interval_lowers(x, lo, up, alpha, pts, ps, rs).tolist(), strict=True))
     best = [-math.inf] * n
     best[0] = math.inf
     arg = [(0, 0, math.inf)] * n  # (previous breakpoint, bottleneck (p, r), its value)
@@ -223,9 +233,7 @@ def tpr_bounds(profile: Profile, alpha: float):
         for p in range(max(0, r - 3), r):
             if best[p] == -math.inf:
                 continue
-            ps = p - 1 if p >= 1 else None
-            rs = r - 1 if r <= m else None
-            lb = _interval_lower(x, lo, up, ps, rs, pts[p], pts[r], alpha)
+            lb = lbs[p, r]
             val = min(best[p], lb)
             if val > best[r]:
                 best[r] = val
@@ -449,6 +457,7 @@ def engine_profile(
     static = dict(adversary=adversary, d=d, neighbouring=neighbouring)
     used = [] if sizes_used is None else sizes_used
 
+    @functools.cache  # asked again by ``fn`` after ``coarse``
     def sizes(eps):
         b, j = composition.choose_sizes(
             mu_p, q_p, n_p, jnp.float64(eps), jnp.float64(tol), query="delta", **static
