@@ -45,7 +45,8 @@ and decreasing, and ``h(x) = δ(x) + α x`` is convex. The engine gives interval
   shrinks with the square of the grid step near the minimiser (convexity) down to the
   engine's own accuracy. A new sample needs a width small beside that gap only (it
   moves ``h`` by as much): where the engine's own tolerance would compile larger
-  sizes, bounds at sizes already compiled serve when they are that narrow.
+  sizes or run much larger ones, bounds at cheaper sizes already compiled serve when
+  they are that narrow (:func:`engine_profile`).
 * Advantage: ``δ(1)`` lies below the chord between ``x = e^{−t}`` and ``e^{t}`` and
   above the monotone and chord-extrapolation lines at ``x = 1``; ``t`` is halved until
   the gap is small (the engine's bounds loosen as ε → 0, which limits this).
