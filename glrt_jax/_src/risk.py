@@ -522,7 +522,9 @@ def default_fpr(points: int = 31) -> np.ndarray:
 # ---------------------------------------------------------------------------
 
 
-def _risk_upper(kind, sigma, fpr, steps, q, d, adversary, threat_model, neighbouring, tol):
+def _risk_upper(
+    kind, sigma, fpr, steps, q, d, adversary, threat_model, neighbouring, tol, sizes_used=None
+):
     """Certified upper bound on tpr(fpr) (``kind="tpr"``) or the advantage at σ.
 
     Evaluated exactly as :class:`~glrt_jax.accountant.Accountant` answers (same profile,
@@ -534,7 +536,14 @@ def _risk_upper(kind, sigma, fpr, steps, q, d, adversary, threat_model, neighbou
             return float(closed_tpr(fpr, m, d, adversary))
         return closed_advantage(m, d, adversary)
     prof = engine_profile(
-        sigma, q, steps, d=d, adversary=adversary, neighbouring=neighbouring, tol=tol
+        sigma,
+        q,
+        steps,
+        d=d,
+        adversary=adversary,
+        neighbouring=neighbouring,
+        tol=tol,
+        sizes_used=sizes_used,
     )
     if kind == "tpr":
         return tpr(prof, fpr, rtol=max(RTOL, 2.0 * tol))[2]
@@ -570,6 +579,8 @@ def _calibrate(kind, target, fpr, steps, q, d, adversary, threat_model, neighbou
     # CLT guess of the subsampled Gaussian: μ ≈ q √(N (e^{1/σ²} − 1)).
     u = -0.5 * math.log(math.log1p(mu_t**2 / (q * q * steps)))
 
+    sizes_used: list[tuple[int, int]] = []  # the σ tried share their compiled sizes
+
     def g(u):
         val = _risk_upper(
             kind,
@@ -582,6 +593,7 @@ def _calibrate(kind, target, fpr, steps, q, d, adversary, threat_model, neighbou
             threat_model,
             neighbouring,
             tol,
+            sizes_used,
         )
         return math.log(max(val, 1e-300)) - math.log(target)
 
