@@ -47,6 +47,45 @@ def test_implicit_derivatives_match_closed_form():
     assert abs(float(g["a"]) - 1.5 * 3.0 ** (-2 / 3) / 3) < 1e-10
 
 
+def _no_jvp(fun):
+    """``fun`` whose forward-mode derivative raises: a residual the loop must not
+    differentiate."""
+
+    @jax.custom_jvp
+    def g(x, c):
+        return fun(x, c)
+
+    @g.defjvp
+    def _(primals, tangents):
+        raise AssertionError("the loop differentiated the residual")
+
+    return g
+
+
+@pytest.mark.parametrize("x0", [0.01, 1.0, 3.9])
+def test_secant_slopes_keep_the_derivative_out_of_the_loop(x0):
+    # With secant slopes the compiled loop holds g's value alone (a residual whose jvp
+    # raises still solves under jit), lands on the safe side within ftol like Newton, and
+    # the derivative of the root is still the implicit one (jvp at the root only).
+    secant = solvers.SECANT
+    f = jax.jit(lambda c: solvers.find_root(_no_jvp(_cube), c, 0.0, 4.0, x0, ftol=1e-12,
+                                            secant=secant))  # fmt: skip
+    r = f(2.0)
+    assert int(r.status) == solvers.OK
+    assert -1e-12 <= float(_cube(r.x, 2.0)) <= 0.0
+    assert int(r.iterations) <= 16
+    with pytest.raises(AssertionError, match="differentiated"):
+        solvers.find_root(_no_jvp(_cube), 2.0, 0.0, 4.0, x0, ftol=1e-12)
+
+    def root(c):
+        return solvers.find_root(_cube, c, 0.0, 4.0, x0, ftol=1e-14, secant=secant).x
+
+    assert abs(float(jax.jit(jax.grad(root))(3.0)) - 3.0 ** (-2 / 3) / 3) < 1e-10
+    with pytest.raises(ValueError, match="secant"):
+        solvers.find_root(lambda x, c: solvers.Residual(c - x, -1.0), 1.0, 0.0, 2.0, 1.0,
+                          ftol=1e-9, residual=True, secant=secant)  # fmt: skip
+
+
 def test_jump_returns_safe_end():
     # g jumps from +1 to −1 at x = 1: no tight point exists; the safe end of a bracket
     # narrower than xtol is returned.

@@ -11,7 +11,8 @@ Solver
 ------
 With ``u = log σ`` (``u = −log q`` for the sampling rate) the residual
 ``g(u) = ε(e^u) − ε*(1 − rtol/2)`` is decreasing; :func:`glrt_jax._src.solvers.find_root`
-(bracketed, safeguarded Newton; forward-mode slopes under jit, secants eagerly)
+(bracketed, safeguarded Newton; the composition engine's slope is a secant, eagerly and
+under jit, the closed forms' a forward-mode derivative under jit)
 returns the smallest ``u`` found with ``g ≤ 0`` once ``g ≥ −rtol·ε*/4``. The engine's
 certified bound can jump by up to about its ``tol`` where its internal choices (tilt,
 window) change with σ; a root at such a jump ends with a bracket narrower than 1e-12 in
@@ -171,21 +172,10 @@ def _eager_value(problem, u, theta):
     return float(val - _aim(problem, f64(target), f64(rtol)))
 
 
-# Secant slopes come from points at least this far apart in u (the certified bound may
-# jump by about tol·ε between nearby points; over this distance a jump changes the slope
-# by a few per cent at most), and the first slope from a forward difference this long.
-_SECANT_MIN = 0.01
-_FIRST_DIFF = 0.02
-
-
 def _solve_eager(problem, theta, lower, upper, u0):
     """:func:`_solve_jit`'s search for concrete θ, driven from the host."""
     return solvers.find_root(
-        solvers.HostSecant(
-            lambda u: _eager_value(problem, u, theta),
-            min_gap=_SECANT_MIN,
-            first_diff=_FIRST_DIFF,
-        ),
+        solvers.HostSecant(lambda u: _eager_value(problem, u, theta)),
         (),
         f64(lower),
         f64(upper),
@@ -220,6 +210,10 @@ def _solve_jit(problem, theta, lower, upper, u0):
         u0,
         ftol=_ftol(problem, theta),
         max_iter=problem.max_iter,
+        # The engine's slope by secants, as eagerly: the loop then holds no derivative of
+        # the engine (whose compilation that is), only its value; the closed forms keep
+        # their exact forward-mode slope (cheap, and quadratic convergence for rtol 1e-9).
+        secant=None if problem.closed else solvers.SECANT,
     )
 
 
