@@ -87,3 +87,19 @@ def test_max_sampling_rate_under_jit():
         )
     )
     assert np.isnan(float(g(1e-3)))
+
+
+def test_glrt_default_interval_holds_the_root_at_large_d():
+    # Under jit the search interval is a factor e⁴ either side of a guess. The GLRT
+    # adversary needs far less noise than NPO at large d (here σ = 3.98 where NPO's guess
+    # is 313, the GLRT's 4.70): NPO's guess put the root outside the interval and jit
+    # answered NaN. σ must meet the target by the closed form (shared direction, Theorem
+    # 2) and equal the eager answer, whose interval moves until it holds the root.
+    d, steps, eps_target = 10**5, 1000, 0.5
+    kw = dict(d=d, adversary="glrt", threat_model="shared")
+    sigma = jax.jit(lambda e: calibrate.noise_multiplier(e, DELTA, steps, 1.0, **kw))(eps_target)
+    eager = calibrate.noise_multiplier(eps_target, DELTA, steps, 1.0, **kw)
+    assert np.isfinite(float(sigma))
+    assert abs(float(sigma) - float(eager)) <= 1e-8 * float(eager)
+    eps = float(profile.epsilon(DELTA, np.sqrt(steps) / float(sigma), d, adversary="glrt"))
+    assert eps_target * (1 - 1e-8) <= eps <= eps_target
