@@ -45,7 +45,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from glrt_jax._src import composition, profile, solvers
-from glrt_jax._src.calibration_solve import Problem, f64, make_theta, solve
+from glrt_jax._src.calibration_solve import Problem, f64, glrt_log_sigma, make_theta, solve
 from glrt_jax._src.composition import validate_sizes
 from glrt_jax._src.validation import (
     ADVERSARIES,
@@ -113,24 +113,6 @@ def _log_sigma_guess(eps, delta, steps, q):
     return -0.5 * jnp.log(jnp.log1p(mu * mu / (f64(q) ** 2 * steps)))
 
 
-def _glrt_log_sigma(log_sigma_npo, d, steps, threat_model):
-    """Rough log σ at which the GLRT adversary (dimension ``d``) is as strong as the NPO
-    adversary at ``exp(log_sigma_npo)``.
-
-    By the Gaussian-DP limit of Theorem 3 (at small signal ``λ = 1/σ²`` the GLRT's μ is
-    ``λ/√(2d)`` per release, NPO's ``1/σ``): ``σ² = σ_NPO/√(2d)`` per round, and
-    ``σ² = √N·σ_NPO/√(2d)`` with one direction shared by ``N`` releases; never above
-    ``σ_NPO`` (the GLRT adversary is the weaker one). A start, not a bound: for
-    ε* ∈ {1, 8, 0.2} over d = 1…10⁷ (per round; q = 0.01, 0.05, 0.001; N = 1000, 100,
-    10⁵) it is 0.3–22 % above the calibrated σ, where σ_NPO was up to 227 times above it
-    (beyond the factor e⁴ of the default search interval under ``jit``); shared, for
-    ε* ∈ {1, 8, 0.5} over d = 1…10⁵, within a factor 0.78–1.36.
-    """
-    shared = 0.5 * jnp.log(f64(steps)) if threat_model == "shared" else 0.0
-    glrt = 0.5 * (log_sigma_npo + shared - 0.5 * jnp.log(2.0 * f64(d)))
-    return jnp.minimum(log_sigma_npo, glrt)
-
-
 def _log_rate_guess(eps, delta, steps, sigma):
     """Rough −log q from the CLT relation q ≈ μ / √(N (e^{1/σ²} − 1))."""
     mu = jnp.maximum(f64(eps), 1e-3) / jnp.sqrt(2.0 * jnp.log(1.25 / jnp.minimum(f64(delta), 0.5)))
@@ -192,7 +174,7 @@ def _sigma(
     eps, delta = (target, other) if quantity == "sigma_for_epsilon" else (other, target)
     guess = _log_sigma_guess(eps, delta, int(steps), sampling_rate)
     if adversary == "glrt":
-        guess = _glrt_log_sigma(guess, d, steps, threat_model)
+        guess = glrt_log_sigma(guess, d, steps, threat_model)
     return jnp.exp(solve(problem, theta, sigma_bounds, guess, tol, auto))
 
 
@@ -409,7 +391,7 @@ def max_sampling_rate(
         if not is_traced(*bounds):
             bounds = tuple(float(v) for v in bounds)
     sigma_npo = f64(noise_multiplier)
-    if adversary == "glrt":  # the NPO σ as strong as the GLRT at σ (see _glrt_log_sigma)
+    if adversary == "glrt":  # the NPO σ as strong as the GLRT at σ (see glrt_log_sigma)
         sigma_npo = jnp.maximum(sigma_npo, sigma_npo**2 * jnp.sqrt(2.0 * f64(d)))
     guess = _log_rate_guess(target_epsilon, delta, int(steps), sigma_npo)
     auto = points is None and nodes is None

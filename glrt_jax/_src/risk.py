@@ -67,6 +67,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from glrt_jax._src import solvers
+from glrt_jax._src.calibration_solve import glrt_log_sigma
 from glrt_jax._src.shapes import pad_phases
 from glrt_jax._src.validation import check_range
 
@@ -578,6 +579,8 @@ def _calibrate(kind, target, fpr, steps, q, d, adversary, threat_model, neighbou
         mu_t = float(2.0 * ndtri(0.5 * (1.0 + target)))
     # CLT guess of the subsampled Gaussian: μ ≈ q √(N (e^{1/σ²} − 1)).
     u = -0.5 * math.log(math.log1p(mu_t**2 / (q * q * steps)))
+    if adversary == "glrt":  # the GLRT's own start: it needs less noise than NPO
+        u = float(glrt_log_sigma(u, d, steps, threat_model))
 
     sizes_used: list[tuple[int, int]] = []  # the σ tried share their compiled sizes
 
