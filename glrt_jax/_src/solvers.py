@@ -56,7 +56,8 @@ With ``secant=(min_gap, first_diff)`` the slope comes from values alone: the sec
 the nearest point seen at least ``min_gap`` away, and a first step of ``first_diff``
 towards the root where there is none (as :class:`HostSecant` steers the eager loop).
 The compiled loop then holds ``g``'s value, not its ``jvp``: calibration against the
-composition engine, whose derivative doubles the program XLA compiles.
+composition engine, whose derivative in the loop made XLA's compilation of a jitted
+calibration 14 s instead of 10.7 s on a 2-core CPU.
 
 Iteration
 ---------
