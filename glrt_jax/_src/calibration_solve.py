@@ -56,6 +56,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from glrt_jax._src import composition, profile, solvers
+from glrt_jax._src.shapes import pad_phases
 
 __all__ = ["Problem", "f64", "glrt_log_sigma", "make_theta", "solve"]
 
@@ -265,10 +266,14 @@ def _sizes_at(problem, theta, u, tol):
     _, other, knob, steps = (float(v) for v in theta[:4])
     sigma, q = (knob, math.exp(-u)) if problem.quantity == "q_for_epsilon" else (math.exp(u), knob)
     query = "delta" if problem.quantity == "sigma_for_delta" else "epsilon"
+    # Padded to the engine's bucket of phase counts, as the query at these sizes pads
+    # them: one compiled plan serves both (unpadded, the plan of one phase compiled apart,
+    # 5 of the 27 s of a GLRT d = 10 calibration's first call).
+    sig_p, q_p, n_p = pad_phases(np.array([sigma]), np.array([q]), np.array([int(steps)]))
     return composition.choose_sizes(
-        f64([1.0 / sigma]),
-        f64([q]),
-        jnp.asarray([int(steps)], jnp.int64),
+        f64(1.0 / sig_p),
+        f64(q_p),
+        jnp.asarray(n_p, jnp.int64),
         f64(other),
         f64(tol),
         adversary=problem.adversary,

@@ -103,6 +103,7 @@ may map a status to a boundary value, e.g. ``ROOT_BELOW`` → 0).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import Callable
 from typing import Any, Literal, NamedTuple
@@ -425,8 +426,11 @@ def _same_trace_context():
 @functools.partial(jax.custom_jvp, nondiff_argnums=(0, 9))
 def _solve(fun, theta, lower, upper, x0, ftol, xtol, xrtol, increasing, opts):
     # The residual is traced here and again in the derivative rule: one tracing cache key
-    # for both.
-    with _same_trace_context():
+    # for both. Not in the eager loop: its residual calls the library's eager programs,
+    # whose jit caches are keyed on the context too, and would miss there the programs
+    # other eager calls compiled (the engine's plan compiled twice in a calibration).
+    eager = opts[5]
+    with contextlib.nullcontext() if eager else _same_trace_context():
         x, status, evals = _iterate(
             fun, theta, lower, upper, x0, ftol, xtol, xrtol, increasing, opts
         )
