@@ -86,6 +86,21 @@ def test_secant_slopes_keep_the_derivative_out_of_the_loop(x0):
                           ftol=1e-9, residual=True, secant=secant)  # fmt: skip
 
 
+def test_eager_loop_reuses_the_programs_compiled_outside_it():
+    # The eager loop's residual calls eager jitted programs (the engine's stages, in
+    # calibration) that other calls compiled outside the loop: it must find them in jit's
+    # cache, not trace and compile them again under the solver's own context.
+    h = jax.jit(lambda x: 2.0 - x**3)
+    h(jnp.float64(1.0))  # compiled outside the loop
+
+    def host(x, theta):
+        return solvers.Residual(h(jnp.float64(float(x))), jnp.asarray(-3.0 * float(x) ** 2))
+
+    r = solvers.find_root(host, (), 0.0, 4.0, 1.0, ftol=1e-12, residual=True, eager=True)
+    assert int(r.status) == solvers.OK
+    assert h._cache_size() == 1
+
+
 def test_jump_returns_safe_end():
     # g jumps from +1 to −1 at x = 1: no tight point exists; the safe end of a bracket
     # narrower than xtol is returned.
