@@ -215,6 +215,125 @@ def _secant_slope(v, g, seen_v, seen_g, min_gap):
     return jnp.where(jnp.any(far, axis=0), (g - ref_g) / (v - ref_v), jnp.nan)
 
 
+def _advance(st, ev, consts, *, safe_side, secant, max_step):
+    """One iteration's update of the state from its evaluation ``ev`` (``g``, its slope,
+    the tolerance there, the residual's own step and its bound)."""
+    g, dg, tol, own_step, bound = ev
+    xtol, xrtol, lo_b, hi_b = consts
+    x = st.x
+    safe, unsafe = g <= 0, g > 0  # NaN is neither
+    lo = jnp.where(unsafe & (x >= st.lo), x, st.lo)
+    hi = jnp.where(safe & (x <= st.hi), x, st.hi)
+    lo_seen, hi_seen = st.lo_seen | unsafe, st.hi_seen | safe
+    both = lo_seen & hi_seen
+    width = xtol + xrtol * jnp.maximum(jnp.abs(lo), jnp.abs(hi))
+    collapsed = both & (hi - lo <= width)
+
+    # The step: the residual's own, else Newton's; aimed at the middle of the
+    # acceptance band on the safe side.
+    r = g + 0.5 * tol if safe_side else g
+    newton = -r / dg
+    if secant is not None:
+        # No slope yet (the first point, or none far enough): a probe of first_diff
+        # towards the root, whose value gives the next secant.
+        step = jnp.where(jnp.isfinite(dg), newton, secant[1] * jnp.sign(r))
+    elif own_step is None:
+        step = newton
+    else:
+        aimed = own_step - 0.5 * tol / dg if safe_side else own_step
+        step = jnp.where(jnp.isfinite(own_step), aimed, newton)
+    step = jnp.clip(step, -max_step, max_step)
+    xn = x + step
+    inside = (xn > lo) & (xn < hi)
+    slow = both & (jnp.abs(r) > 0.5 * jnp.abs(st.r_prev))
+    if not safe_side:
+        # At the rounding level of g, |r| stops shrinking and x + step may round to
+        # x (an end of the bracket): a step within the tolerance is final, not a
+        # reason to bisect.
+        tiny = jnp.abs(step) <= xtol + xrtol * jnp.abs(x)
+        inside = inside | (tiny & (xn >= lo) & (xn <= hi))
+        slow = slow & ~tiny
+    step_ok = jnp.isfinite(xn) & (jnp.sign(step) == jnp.sign(r)) & inside & ~slow
+    one_side = jnp.where(
+        hi_seen, jnp.maximum(hi - max_step, lo_b), jnp.minimum(lo + max_step, hi_b)
+    )
+    fallback = jnp.where(both, 0.5 * (lo + hi), one_side)
+    x_next = jnp.clip(jnp.where(step_ok, xn, fallback), lo_b, hi_b)
+
+    bad = jnp.isnan(g)  # +inf is a legitimate "g > 0", −inf a "g ≤ 0"
+    below = safe & (x <= lo_b)
+    above = unsafe & (x >= hi_b)
+    if safe_side:
+        tight = safe & (g >= -tol)
+        found = tight | collapsed
+        x_found = hi
+        # A valid step towards the band shorter than the x tolerance, from a safe
+        # point: g is at its rounding level there (a noisy residual may never be
+        # tight); the best safe point seen is the answer.
+        short = (
+            safe
+            & jnp.isfinite(step)
+            & (jnp.sign(step) == jnp.sign(r))
+            & (jnp.abs(step) <= xtol + xrtol * jnp.abs(x))
+        )
+    else:
+        tight = jnp.abs(g) <= tol
+        certified, x_cert = jnp.zeros(jnp.shape(x), bool), x
+        if own_step is not None and bound is not None:
+            x_cert = x + own_step
+            # Within the tolerance in g, or (through the slope) in x.
+            x_room = jnp.abs(dg) * (xtol + xrtol * jnp.abs(x_cert))
+            certified = (
+                jnp.isfinite(x_cert)
+                & (bound <= jnp.maximum(tol, x_room))
+                & (x_cert >= lo)
+                & (x_cert <= hi)
+                & (jnp.abs(own_step) <= max_step)
+            )
+        found = tight | certified | collapsed
+        # At a tight point the accepted step is taken as well (it is at most tol/|g'|
+        # and, where g is smooth, makes the answer exact to rounding).
+        x_tight = jnp.where(step_ok, xn, x)
+        x_found = jnp.where(tight, x_tight, jnp.where(certified, x_cert, 0.5 * (lo + hi)))
+        # A short step (Newton, or bisection of a known bracket) ends it too; a move
+        # towards an unseen side does not (the bound may hold the root beyond it).
+        short = (step_ok | both) & (jnp.abs(x_next - x) <= xtol + xrtol * jnp.abs(x))
+        x_found = jnp.where(found, x_found, x_next)
+    status = jnp.select(
+        [found, bad, below, above, short],
+        [OK, NOT_FINITE, ROOT_BELOW, ROOT_ABOVE, OK],
+        MAX_ITER,
+    ).astype(jnp.int32)
+    finished = status != MAX_ITER
+    x_new = jnp.where(finished, jnp.where(status == OK, x_found, x), x_next)
+    if secant is not None:
+        seen_x = st.seen_x.at[st.it].set(x)
+        seen_g = st.seen_g.at[st.it].set(jnp.where(jnp.isfinite(g), g, jnp.nan))
+    else:
+        seen_x, seen_g = st.seen_x, st.seen_g
+    new = _State(
+        st.it + 1,
+        x_new,
+        lo,
+        hi,
+        lo_seen,
+        hi_seen,
+        r,
+        status,
+        finished,
+        st.evals + 1,
+        seen_x,
+        seen_g,
+    )
+    keep = st.done
+    return _State(new.it, *(jnp.where(keep, o, n) for o, n in zip(st[1:], new[1:], strict=True)))
+
+
+# The update compiled once per kind of search, for the eager loop: run operation by
+# operation it compiled about 45 small programs in a fresh process.
+_advance_eager = jax.jit(_advance, static_argnames=("safe_side", "secant", "max_step"))
+
+
 def _iterate(fun, theta, lower, upper, x0, ftol, xtol, xrtol, increasing, opts):
     side, residual, max_iter, max_step, direction, eager, secant = opts
     if direction is not None:  # one static direction for the whole batch
@@ -268,117 +387,11 @@ def _iterate(fun, theta, lower, upper, x0, ftol, xtol, xrtol, increasing, opts):
         # it into each of its many consumers below.
         return _materialize((g, dg, tol, step, bound), x)
 
+    consts = (xtol, xrtol, lo_b, hi_b)
+    static = dict(safe_side=safe_side, secant=secant, max_step=max_step)
+
     def body(st):
-        g, dg, tol, own_step, bound = evaluate(st.x, st)
-        x = st.x
-        safe, unsafe = g <= 0, g > 0  # NaN is neither
-        lo = jnp.where(unsafe & (x >= st.lo), x, st.lo)
-        hi = jnp.where(safe & (x <= st.hi), x, st.hi)
-        lo_seen, hi_seen = st.lo_seen | unsafe, st.hi_seen | safe
-        both = lo_seen & hi_seen
-        width = xtol + xrtol * jnp.maximum(jnp.abs(lo), jnp.abs(hi))
-        collapsed = both & (hi - lo <= width)
-
-        # The step: the residual's own, else Newton's; aimed at the middle of the
-        # acceptance band on the safe side.
-        r = g + 0.5 * tol if safe_side else g
-        newton = -r / dg
-        if secant is not None:
-            # No slope yet (the first point, or none far enough): a probe of first_diff
-            # towards the root, whose value gives the next secant.
-            step = jnp.where(jnp.isfinite(dg), newton, secant[1] * jnp.sign(r))
-        elif own_step is None:
-            step = newton
-        else:
-            aimed = own_step - 0.5 * tol / dg if safe_side else own_step
-            step = jnp.where(jnp.isfinite(own_step), aimed, newton)
-        step = jnp.clip(step, -max_step, max_step)
-        xn = x + step
-        inside = (xn > lo) & (xn < hi)
-        slow = both & (jnp.abs(r) > 0.5 * jnp.abs(st.r_prev))
-        if not safe_side:
-            # At the rounding level of g, |r| stops shrinking and x + step may round to
-            # x (an end of the bracket): a step within the tolerance is final, not a
-            # reason to bisect.
-            tiny = jnp.abs(step) <= xtol + xrtol * jnp.abs(x)
-            inside = inside | (tiny & (xn >= lo) & (xn <= hi))
-            slow = slow & ~tiny
-        step_ok = jnp.isfinite(xn) & (jnp.sign(step) == jnp.sign(r)) & inside & ~slow
-        one_side = jnp.where(
-            hi_seen, jnp.maximum(hi - max_step, lo_b), jnp.minimum(lo + max_step, hi_b)
-        )
-        fallback = jnp.where(both, 0.5 * (lo + hi), one_side)
-        x_next = jnp.clip(jnp.where(step_ok, xn, fallback), lo_b, hi_b)
-
-        bad = jnp.isnan(g)  # +inf is a legitimate "g > 0", −inf a "g ≤ 0"
-        below = safe & (x <= lo_b)
-        above = unsafe & (x >= hi_b)
-        if safe_side:
-            tight = safe & (g >= -tol)
-            found = tight | collapsed
-            x_found = hi
-            # A valid step towards the band shorter than the x tolerance, from a safe
-            # point: g is at its rounding level there (a noisy residual may never be
-            # tight); the best safe point seen is the answer.
-            short = (
-                safe
-                & jnp.isfinite(step)
-                & (jnp.sign(step) == jnp.sign(r))
-                & (jnp.abs(step) <= xtol + xrtol * jnp.abs(x))
-            )
-        else:
-            tight = jnp.abs(g) <= tol
-            certified, x_cert = jnp.zeros(shape, bool), x
-            if own_step is not None and bound is not None:
-                x_cert = x + own_step
-                # Within the tolerance in g, or (through the slope) in x.
-                x_room = jnp.abs(dg) * (xtol + xrtol * jnp.abs(x_cert))
-                certified = (
-                    jnp.isfinite(x_cert)
-                    & (bound <= jnp.maximum(tol, x_room))
-                    & (x_cert >= lo)
-                    & (x_cert <= hi)
-                    & (jnp.abs(own_step) <= max_step)
-                )
-            found = tight | certified | collapsed
-            # At a tight point the accepted step is taken as well (it is at most tol/|g'|
-            # and, where g is smooth, makes the answer exact to rounding).
-            x_tight = jnp.where(step_ok, xn, x)
-            x_found = jnp.where(tight, x_tight, jnp.where(certified, x_cert, 0.5 * (lo + hi)))
-            # A short step (Newton, or bisection of a known bracket) ends it too; a move
-            # towards an unseen side does not (the bound may hold the root beyond it).
-            short = (step_ok | both) & (jnp.abs(x_next - x) <= xtol + xrtol * jnp.abs(x))
-            x_found = jnp.where(found, x_found, x_next)
-        status = jnp.select(
-            [found, bad, below, above, short],
-            [OK, NOT_FINITE, ROOT_BELOW, ROOT_ABOVE, OK],
-            MAX_ITER,
-        ).astype(jnp.int32)
-        finished = status != MAX_ITER
-        x_new = jnp.where(finished, jnp.where(status == OK, x_found, x), x_next)
-        if secant is not None:
-            seen_x = st.seen_x.at[st.it].set(x)
-            seen_g = st.seen_g.at[st.it].set(jnp.where(jnp.isfinite(g), g, jnp.nan))
-        else:
-            seen_x, seen_g = st.seen_x, st.seen_g
-        new = _State(
-            st.it + 1,
-            x_new,
-            lo,
-            hi,
-            lo_seen,
-            hi_seen,
-            r,
-            status,
-            finished,
-            st.evals + 1,
-            seen_x,
-            seen_g,
-        )
-        keep = st.done
-        return _State(
-            new.it, *(jnp.where(keep, o, n) for o, n in zip(st[1:], new[1:], strict=True))
-        )
+        return _advance(st, evaluate(st.x, st), consts, **static)
 
     false = jnp.zeros(shape, bool)
     init = _State(
@@ -402,7 +415,7 @@ def _iterate(fun, theta, lower, upper, x0, ftol, xtol, xrtol, increasing, opts):
     if eager:  # the same iteration, driven from the host (fun is an eager program)
         st = init
         while bool(more(st)):
-            st = body(st)
+            st = _advance_eager(st, evaluate(st.x, st), consts, **static)
     else:
         st = lax.while_loop(more, body, init)
     return orient(st.x), _sign_flip(st.status, flip), st.evals
