@@ -105,6 +105,7 @@ def _is_closed(sampling_rate, adversary, threat_model, neighbouring):
     )
 
 
+@jax.jit  # (one compiled program, not one per operation, on first use)
 def _log_sigma_guess(eps, delta, steps, q):
     """Rough log σ: the analytic one-round bound, amplified by the CLT of subsampling."""
     eps = jnp.maximum(f64(eps), 1e-3)
@@ -113,6 +114,7 @@ def _log_sigma_guess(eps, delta, steps, q):
     return -0.5 * jnp.log(jnp.log1p(mu * mu / (f64(q) ** 2 * steps)))
 
 
+@jax.jit
 def _log_rate_guess(eps, delta, steps, sigma):
     """Rough −log q from the CLT relation q ≈ μ / √(N (e^{1/σ²} − 1))."""
     mu = jnp.maximum(f64(eps), 1e-3) / jnp.sqrt(2.0 * jnp.log(1.25 / jnp.minimum(f64(delta), 0.5)))

@@ -188,6 +188,7 @@ def _solve_eager(problem, theta, lower, upper, u0):
     )
 
 
+@functools.partial(jax.jit, static_argnames=("threat_model",))
 def glrt_log_sigma(log_sigma_npo, d, steps, threat_model):
     """Rough log σ at which the GLRT adversary (dimension ``d``) is as strong as the NPO
     adversary at ``exp(log_sigma_npo)``.
