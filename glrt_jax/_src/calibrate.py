@@ -45,7 +45,14 @@ import jax.numpy as jnp
 import numpy as np
 
 from glrt_jax._src import composition, profile, solvers
-from glrt_jax._src.calibration_solve import Problem, f64, glrt_log_sigma, make_theta, solve
+from glrt_jax._src.calibration_solve import (
+    Problem,
+    f64,
+    glrt_log_sigma,
+    make_theta,
+    npo_sigma_of_glrt,
+    solve,
+)
 from glrt_jax._src.composition import validate_sizes
 from glrt_jax._src.validation import (
     ADVERSARIES,
@@ -392,9 +399,9 @@ def max_sampling_rate(
         bounds = (-jnp.log(f64(q_hi)), -jnp.log(f64(q_lo)))
         if not is_traced(*bounds):
             bounds = tuple(float(v) for v in bounds)
-    sigma_npo = f64(noise_multiplier)
-    if adversary == "glrt":  # the NPO σ as strong as the GLRT at σ (see glrt_log_sigma)
-        sigma_npo = jnp.maximum(sigma_npo, sigma_npo**2 * jnp.sqrt(2.0 * f64(d)))
+    sigma_npo = noise_multiplier
+    if adversary == "glrt":  # the NPO σ as strong as the GLRT at σ
+        sigma_npo = npo_sigma_of_glrt(noise_multiplier, d)
     guess = _log_rate_guess(target_epsilon, delta, int(steps), sigma_npo)
     auto = points is None and nodes is None
     return jnp.exp(-solve(problem, theta, bounds, guess, tol, auto))

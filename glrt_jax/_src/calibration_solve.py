@@ -58,7 +58,7 @@ import numpy as np
 from glrt_jax._src import composition, profile, solvers
 from glrt_jax._src.shapes import pad_phases
 
-__all__ = ["Problem", "f64", "glrt_log_sigma", "make_theta", "solve"]
+__all__ = ["Problem", "f64", "glrt_log_sigma", "make_theta", "npo_sigma_of_glrt", "solve"]
 
 # Half-width of the default search interval in log σ (or −log q), and how often an eager
 # search moves it before giving up.
@@ -205,6 +205,14 @@ def glrt_log_sigma(log_sigma_npo, d, steps, threat_model):
     shared = 0.5 * jnp.log(f64(steps)) if threat_model == "shared" else 0.0
     glrt = 0.5 * (log_sigma_npo + shared - 0.5 * jnp.log(2.0 * f64(d)))
     return jnp.minimum(log_sigma_npo, glrt)
+
+
+@jax.jit
+def npo_sigma_of_glrt(sigma, d):
+    """The NPO σ as strong as the GLRT adversary (dimension ``d``, per round) at ``sigma``:
+    the inverse of :func:`glrt_log_sigma`, ``σ_NPO = max(σ, σ²·√(2d))``."""
+    sigma = f64(sigma)
+    return jnp.maximum(sigma, sigma**2 * jnp.sqrt(2.0 * f64(d)))
 
 
 def make_theta(target, other, knob, steps, d, tol, rtol):
