@@ -1087,6 +1087,19 @@ def test_replan_damps_at_the_chernoff_optimum_of_the_estimate(sigma, q, delta):
     assert float(b.lower) <= truth <= float(b.upper) <= (1 + 1e-3) * truth
 
 
+def test_delta_far_below_small_delta_is_answered_to_an_absolute_accuracy(monkeypatch):
+    """GLRT, d = 10, two phases, δ at ε = 2 (about 9e-37): below ``planning.SMALL_DELTA``
+    the accuracy asked of δ is absolute, tol·SMALL_DELTA. A plan for a relative tol at
+    1e-36 took the largest sizes (16384 points, 2¹⁸ nodes), re-planned at them and asked
+    NPO for a cap, for an upper bound at the failure mass (1.2e-23) all the same: one pass
+    at small sizes now (the scale of a damping taken at the queried ε, not at 1/a)."""
+    passes = _record_passes(monkeypatch, "B", "J")
+    sig, q, n = [1.2, 1.0], [0.02, 0.01], [200, 800]
+    b = accountant.schedule_delta(sig, q, n, 2.0, adversary="glrt", d=10)
+    assert len(passes) == 1 and passes[0][1] <= 4096, passes
+    assert 0.0 <= float(b.lower) <= float(b.upper) <= 1e-3 * planning.SMALL_DELTA
+
+
 @pytest.mark.parametrize("sigma, q, delta", [(1.348, 0.00269, 3.21e-11), (1.231, 7.97e-6, 2.02e-9)])
 def test_delta_replan_sizes_the_scale_with_the_first_answer(sigma, q, delta):
     """δ(ε) of one round at small q, deep in the tail: the plan measured the damping's scale

@@ -761,7 +761,7 @@ def _refine(
     tau_min = _TAU_CAP_MIN * float(diag["tau_decide"])
     settled = False  # a re-plan that did not improve the bound: only more points are left
     for _ in range(_REPLANS):
-        if _meets(bounds, tol):
+        if _meets(bounds, tol, static["query"]):
             break
         if only is None:
             only, others_up = _deciding_direction(diag, bounds)
@@ -866,9 +866,14 @@ def _intersect(bounds, new):
     )
 
 
-def _meets(bounds, tol):
-    """The bracket proves ``tol``: ``upper ≤ (1 + tol)·lower ≤ (1 + tol)·truth``."""
-    return float(bounds.upper) <= (1.0 + float(tol)) * float(bounds.lower)
+def _meets(bounds, tol, query="epsilon"):
+    """The bracket proves ``tol``: ``upper ≤ (1 + tol)·lower ≤ (1 + tol)·truth``; for a δ
+    query also ``upper − lower ≤ tol·SMALL_DELTA`` (below ``planning.SMALL_DELTA`` its
+    accuracy is absolute)."""
+    up, lo = float(bounds.upper), float(bounds.lower)
+    if up <= (1.0 + float(tol)) * lo:
+        return True
+    return query == "delta" and up - lo <= float(tol) * planning.SMALL_DELTA
 
 
 def _query(query, *args, tol, points, nodes, **kwargs):
@@ -888,10 +893,10 @@ def _query(query, *args, tol, points, nodes, **kwargs):
     """
     bounds = _query_once(query, *args, tol=tol, points=points, nodes=nodes, **kwargs)
     eager = points is None and nodes is None and not is_traced(*args, tol)
-    if eager and float(tol) < DEFAULT_TOL and not _meets(bounds, DEFAULT_TOL):
+    if eager and float(tol) < DEFAULT_TOL and not _meets(bounds, DEFAULT_TOL, query):
         coarse = _query_once(query, *args, tol=DEFAULT_TOL, points=None, nodes=None, **kwargs)
         bounds = _intersect(bounds, coarse)
-    if eager and kwargs["adversary"] == "glrt" and not _meets(bounds, tol):
+    if eager and kwargs["adversary"] == "glrt" and not _meets(bounds, tol, query):
         npo = _query(query, *args, tol=tol, points=None, nodes=None, **(kwargs | _NPO))
         if float(npo.upper) < float(bounds.upper):
             bounds = _intersect(bounds, Bounds(np.float64(0.0), npo.upper, npo.upper))
@@ -1178,6 +1183,11 @@ def schedule_delta(
 ) -> Bounds:
     """Certified bounds on δ at ``epsilon`` for a schedule of K phases (see
     :func:`schedule_epsilon` for the arguments; ``epsilon`` is a real scalar).
+
+    ``tol`` is relative down to δ = 10⁻¹⁵ (``planning.SMALL_DELTA``, below any δ a
+    guarantee uses) and absolute below it: an eager answer is final once
+    ``upper − lower ≤ tol·10⁻¹⁵``. (Every δ query's upper bound also counts the per-round
+    grids' failure mass, at most about 2.8·10⁻²³, so no δ below it is resolved.)
 
     Example:
       >>> import jax

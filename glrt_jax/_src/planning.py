@@ -55,6 +55,13 @@ _TRUNC_MIN = 10.0
 _LOG_SCALE_MAX = 12.0
 # Share of the tolerance given to the smoothing.
 _TAU_SHARE = 0.35
+# δ below which a δ query's accuracy is absolute, ``tol·SMALL_DELTA`` (no guarantee uses a
+# smaller δ; the plan's failure mass alone is about 2.8·10⁻²³): a relative ``tol`` at a δ
+# of 10⁻³⁶ asked for the largest sizes, and got an upper bound at the failure mass anyway.
+SMALL_DELTA = 1e-15
+# The loosest relative accuracy such a plan sizes for (the sizing's pictures are first
+# order in it).
+_TOL_LOOSEST = 0.1
 # Phases per batch of the planning map (from _LARGE_FROM phases on, padded, _LARGE_BATCH:
 # fewer steps of its scan, e.g. of the range bisection's loop; K = 10⁴ plan 2.25 → 2.1 s;
 # smaller buckets keep 8, which computes fewer padding phases), and per block of the sums
@@ -321,6 +328,7 @@ def plan(
         eps_ref = jnp.where(jnp.isfinite(hint), jnp.minimum(eps_ref, hint), eps_ref)
         eps_ref = jnp.maximum(eps_ref, 1e-9)
         log_delta_ref = jnp.full(eps_ref.shape, log_target)
+        tol_d = jnp.broadcast_to(tol, eps_ref.shape)  # per direction
     else:
         obj = lam_tot - ts * target
         it = jnp.argmin(obj, axis=-1)
@@ -339,6 +347,14 @@ def plan(
         has_hint = jnp.isfinite(hint) & (hint > 0)
         log_hint = jnp.log(jnp.where(has_hint, hint, 1.0))
         log_delta_ref = jnp.where(has_hint, jnp.minimum(log_delta_ref, log_hint), log_delta_ref)
+        # Below SMALL_DELTA the aim is the absolute accuracy tol·SMALL_DELTA: the error
+        # terms are sized at that δ, and the discretisation for a relative accuracy of
+        # tol·SMALL_DELTA/δ, δ from the Chernoff bound e^{min obj} ≥ δ. (GLRT, d = 10, two
+        # phases, δ(2) ≈ 9·10⁻³⁷: 2¹⁸ nodes and 16384 points before.)
+        small = jnp.min(obj, axis=-1) < math.log(SMALL_DELTA)
+        log_delta_ref = jnp.maximum(log_delta_ref, math.log(SMALL_DELTA))
+        log_loose = jnp.log(tol) + jnp.maximum(math.log(SMALL_DELTA) - jnp.min(obj, axis=-1), 0.0)
+        tol_d = jnp.maximum(tol, jnp.exp(jnp.minimum(log_loose, math.log(_TOL_LOOSEST))))
     # Damping a and period W of the trapezoid rule. Aliasing from below is at most
     # e^{−aW}/(1 − e^{−aW}) and from above M(b) e^{−bε}/(e^{(b−a)W} − 1) for b > a; both
     # must stay far below tol·δ. Choose, among a no larger than the saddle point and with
@@ -366,7 +382,7 @@ def plan(
     w_cand = jnp.maximum(jnp.maximum(w_below, w_above), 1e-3)
     # The upper bound's smoothing moves ε by about (1 + a)τ²/2 (saddle-point picture:
     # f_S/|δ_S'| ≈ 1 + a at ε; see inversion.query_bounds).
-    tau_c = jnp.sqrt(_TAU_SHARE * tol * eps_ref[:, None] / (0.5 * (1.0 + ts))[None, :])
+    tau_c = jnp.sqrt(_TAU_SHARE * (tol_d * eps_ref)[:, None] / (0.5 * (1.0 + ts))[None, :])
     # The scale at the ε the inversion is evaluated at: the planning guess for ε queries;
     # for a δ query's re-plan, the queried ε (its eps_ref, 1/a at the saddle point, is a
     # width; σ = 8.5, q = 2.4e-5, one round, δ(2.3e-5) = 5.35e-15: 3.3e-3 above δ at eps_ref,
@@ -375,7 +391,11 @@ def plan(
     # N = 1000, d = 10: 2.6e-5 wide instead of 1e-7, still within the tolerance).
     eps_scale = eps_alias if query == "epsilon" else eps_ref
     if query == "delta":
-        eps_scale = jnp.where(jnp.isfinite(hint), target, eps_ref)
+        # (Where δ is below SMALL_DELTA, the scale at the queried ε: at eps_ref, 1/a at
+        # the saddle point, no damping keeps it near SMALL_DELTA, and the saddle point's
+        # own needs the largest sizes.)
+        eps_scale = jnp.where(small, jnp.maximum(eps_ref, target), eps_ref)
+        eps_scale = jnp.where(jnp.isfinite(hint), target, eps_scale)
     log_scale = lam_tot - ts[None, :] * eps_scale[:, None] - log_delta_ref[:, None]
     below_saddle = ts[None, :] <= ts[it][:, None]
     if query == "delta":
@@ -428,7 +448,7 @@ def plan(
         return share(x, p, a) ** 3
 
     v_b = _phase_sum(share_cubed, nf, xp, pp) / (0.81 * 4.0)
-    b_need = jnp.sqrt(v_b * (1.0 + a) / (2.0 * 0.3 * tol * eps_ref))
+    b_need = jnp.sqrt(v_b * (1.0 + a) / (2.0 * 0.3 * tol_d * eps_ref))
     # (sized with X = log_trunc, at least the X that smoothing_width then takes)
     x_need = jnp.clip(log_trunc, _TRUNC_MIN, _TRUNC_EXP)
     j_need = jnp.sqrt(2.0 * x_need) / tau_tol * W / (2.0 * math.pi)
