@@ -204,7 +204,8 @@ class Accountant:
       neighbouring: ``"add_remove"`` (the larger of the remove and add directions) or
         ``"replace_one"``.
       tol: relative accuracy of the per-round upper bounds (see
-        :func:`schedule_epsilon`); 1e-3 by default, down to 1e-7.
+        :func:`schedule_epsilon`; a δ below 10⁻¹⁵ to ``tol·10⁻¹⁵`` absolute, see
+        :func:`schedule_delta`); 1e-3 by default, down to 1e-7.
 
     Example:
       >>> import jax
