@@ -104,6 +104,35 @@ def test_coarse_samples_serve_where_they_are_narrow_enough():
     assert full[-1] == 0.0 and lo <= 2 * norm.cdf(mu / 2) - 1 <= up and up - lo < 1e-12
 
 
+def test_tiny_delta_is_sampled_at_the_sizes_already_used(monkeypatch):
+    """A sample that asks for larger sizes than any used is first taken at the largest
+    used: a δ far below what risk sees (at most ``_TINY``) is certified there, with no new
+    compilation (GLRT, d = 10, σ = 1, q = 0.01, N = 1000: δ(1) ≈ 10⁻²⁶ asked for 2¹⁸
+    nodes); a larger δ still gets the sizes it asks for. (A stand-in engine.)"""
+    from glrt_jax._src import composition
+
+    calls = []
+
+    def choose_sizes(mu, q, n, eps, tol, **_):
+        return (512, 4096) if float(eps) < 1.0 else (16384, 262144)
+
+    def schedule_delta(sig, q, n, eps, *, tol, points=None, nodes=None, **_):
+        calls.append((eps, points, nodes))
+        d = 1e-20 if eps == 1.0 else 1e-3
+        return composition.Bounds(0.9 * d, d, d)
+
+    monkeypatch.setattr(composition, "choose_sizes", choose_sizes)
+    monkeypatch.setattr(composition, "schedule_delta", schedule_delta)
+    prof = risk.engine_profile(
+        1.0, 0.01, 1000, d=10, adversary="glrt", neighbouring="add_remove", tol=1e-3
+    )
+    for eps in (0.5, 1.0, 1.5):
+        prof.evaluate(eps)
+    # ε = 0.5 at its own sizes (the first); ε = 1 tiny at them; ε = 1.5 tried there, then
+    # at the sizes it asks for.
+    assert calls == [(0.5, None, None), (1.0, 512, 4096), (1.5, 512, 4096), (1.5, None, None)]
+
+
 # ---------------------------------------------------------------------------
 # threat_model="shared": closed forms
 # ---------------------------------------------------------------------------

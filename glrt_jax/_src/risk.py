@@ -484,6 +484,14 @@ def engine_profile(
             # Loose at fixed sizes (a steep loss near ε, as near ε = 0): the automatic
             # sizes re-plan with less smoothing.
         else:
+            if used:
+                # Larger sizes than any used: a δ far below what risk sees needs none of
+                # them, and the largest sizes used certify it (GLRT, d = 10, σ = 1,
+                # q = 0.01, N = 1000: δ(1) ≈ 10⁻²⁶ asked for 16384 points and 2¹⁸
+                # nodes, whose compilation took 10.7 of a tpr report's 27 s).
+                out = at(eps, *max(used, key=_cost))
+                if float(out.upper) <= _TINY:
+                    return out
             used.append((b, j))
         return composition.schedule_delta(sig, q, n, eps, tol=tol, **static)
 
