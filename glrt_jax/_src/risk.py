@@ -441,7 +441,9 @@ def engine_profile(
     this spares a compilation (NPO, σ = 1, q = 0.01, N = 1000: ε = 2 asks for 4× the
     nodes of ε = 1 and is within 1.4e-3 relative at ε = 1's sizes; a new compilation
     takes 4–5 s on 2 cores) or a pass at much larger sizes (σ = 0.7, q = 5e-4,
-    N = 2·10⁵: 420 ms at ε = 3's sizes against 15 ms).
+    N = 2·10⁵: 420 ms at ε = 3's sizes against 15 ms). A sample that asks for larger
+    sizes than any used is taken at the largest used first, and kept where its δ is at
+    most ``_TINY`` (far below what a risk answer sees).
 
     Args:
       sig, q, n: the schedule's phases (σ, sampling rate, steps).
