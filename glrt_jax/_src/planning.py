@@ -349,9 +349,7 @@ def plan(
         log_delta_ref = jnp.where(has_hint, jnp.minimum(log_delta_ref, log_hint), log_delta_ref)
         # Below SMALL_DELTA the aim is the absolute accuracy tol·SMALL_DELTA: the error
         # terms are sized at that δ, and the discretisation for a relative accuracy of
-        # tol·SMALL_DELTA/δ, δ from the Chernoff bound e^{min obj} ≥ δ. (GLRT, d = 10, two
-        # phases, δ(2) ≈ 9·10⁻³⁷: 2¹⁸ nodes and 16384 points before.)
-        small = jnp.min(obj, axis=-1) < math.log(SMALL_DELTA)
+        # tol·SMALL_DELTA/δ, δ from the Chernoff bound e^{min obj} ≥ δ.
         log_delta_ref = jnp.maximum(log_delta_ref, math.log(SMALL_DELTA))
         log_loose = jnp.log(tol) + jnp.maximum(math.log(SMALL_DELTA) - jnp.min(obj, axis=-1), 0.0)
         tol_d = jnp.maximum(tol, jnp.exp(jnp.minimum(log_loose, math.log(_TOL_LOOSEST))))
@@ -386,16 +384,15 @@ def plan(
     # The scale at the ε the inversion is evaluated at: the planning guess for ε queries;
     # for a δ query's re-plan, the queried ε (its eps_ref, 1/a at the saddle point, is a
     # width; σ = 8.5, q = 2.4e-5, one round, δ(2.3e-5) = 5.35e-15: 3.3e-3 above δ at eps_ref,
-    # 2.2e-4 at ε). A first plan keeps eps_ref: at ε = 0 (the advantage) the queried ε
-    # picks another damping and a far wider bracket (GLRT's advantage at σ = 1, q = 0.01,
-    # N = 1000, d = 10: 2.6e-5 wide instead of 1e-7, still within the tolerance).
+    # 2.2e-4 at ε). A first plan takes the larger of the two: at ε = 0 (the advantage) the
+    # queried ε picks another damping and a far wider bracket (GLRT's advantage at σ = 1,
+    # q = 0.01, N = 1000, d = 10: 2.6e-5 wide instead of 1e-7, still within the
+    # tolerance), while far above 1/a no damping keeps the scale at eps_ref near δ and the
+    # saddle point's own needs the largest sizes (GLRT, d = 10, σ = 1, q = 0.01, N = 1000,
+    # δ(1) ≈ 10⁻²⁶: 16384 points and 2¹⁸ nodes at eps_ref, 8192 and 16384 at ε).
     eps_scale = eps_alias if query == "epsilon" else eps_ref
     if query == "delta":
-        # (Where δ is below SMALL_DELTA, the scale at the queried ε: at eps_ref, 1/a at
-        # the saddle point, no damping keeps it near SMALL_DELTA, and the saddle point's
-        # own needs the largest sizes.)
-        eps_scale = jnp.where(small, jnp.maximum(eps_ref, target), eps_ref)
-        eps_scale = jnp.where(jnp.isfinite(hint), target, eps_scale)
+        eps_scale = jnp.where(jnp.isfinite(hint), target, jnp.maximum(eps_ref, target))
     log_scale = lam_tot - ts[None, :] * eps_scale[:, None] - log_delta_ref[:, None]
     below_saddle = ts[None, :] <= ts[it][:, None]
     if query == "delta":
