@@ -51,6 +51,25 @@ def test_llr_against_mpmath():
     np.testing.assert_allclose(ell_u, ref_u, rtol=1e-12)
 
 
+@pytest.mark.parametrize("d", [1.0, 5.0, 300.0])
+def test_llr_of_one_dimension_at_small_x_sums_from_the_first_term(d):
+    """One d at every point and every x = λt/4 below about 5700 (the GLRT levels of a
+    round): every sum starts at k = 0, and the log-gamma functions of a later start are
+    skipped. The values against mpmath, and equal to those of the same points in a batch
+    whose last point starts its sum further up."""
+    cases = [(d, lam, t) for lam in (1e-4, 0.7, 36.0) for t in (1e-3, 1.0, 50.0, 300.0)]
+    _, lam, t = (np.asarray(c) for c in zip(*cases, strict=True))
+    assert np.max(lam * t / 4) < 5700
+    ell, ell_u, noise = (np.asarray(v) for v in llr.llr(jnp.asarray(t), jnp.asarray(lam), d))
+    ref = np.asarray([float(_mp_ell(*c)) for c in cases])
+    ref_u = np.asarray([float(_mp_ell_u(*c)) for c in cases])
+    assert np.all(np.abs(ell - ref) <= 8 * noise + 1e-15 * np.abs(ref))
+    np.testing.assert_allclose(ell_u, ref_u, rtol=1e-12)
+    mixed = llr.llr(jnp.append(t, 1.5e6), jnp.append(lam, 900.0), d)
+    for single, together in zip((ell, ell_u, noise), mixed, strict=True):
+        np.testing.assert_array_equal(single, np.asarray(together)[:-1])
+
+
 def test_llr_limits():
     ell, _, _ = llr.llr(jnp.asarray([0.0, jnp.inf]), 0.7, 5.0)
     np.testing.assert_array_equal(np.asarray(ell), [-0.35, np.inf])

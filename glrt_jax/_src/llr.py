@@ -19,7 +19,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from glrt_jax._src import solvers
-from glrt_jax._src.numerics import machine_eps, tail_converged
+from glrt_jax._src.numerics import machine_eps, once_if_uniform, tail_converged
 
 _BLOCK = 8
 _MAX_TERMS = 1_000_000
@@ -47,12 +47,22 @@ def llr(t, lam, d):
     dtype = t.dtype
     eps = machine_eps(dtype)
     a = 0.5 * d
+    lg_a = once_if_uniform(lax.lgamma, a)  # (one d for every point, the usual case)
     x = 0.25 * lam * jnp.where(jnp.isfinite(t), t, 1.0)
     kp = 2.0 * x / (a + jnp.sqrt(a * a + 4.0 * x))
     j0 = jnp.floor(jnp.maximum(0.0, kp - 8.0 * jnp.sqrt(kp) - 5.0))
     xs = jnp.where(x > 0, x, 1.0)
-    lg_a, lg_aj, lg_j = lax.lgamma(a), lax.lgamma(a + j0), lax.lgamma(j0 + 1.0)
-    log_t0 = jnp.where(j0 > 0, j0 * jnp.log(xs) - lg_j - lg_aj + lg_a, 0.0)
+
+    def shifted(_):  # the first term's log where the sum starts above k = 0
+        lg_aj, lg_j = lax.lgamma(a + j0), lax.lgamma(j0 + 1.0)
+        return jnp.where(j0 > 0, j0 * jnp.log(xs) - lg_j - lg_aj + lg_a, 0.0), lg_aj, lg_j
+
+    # Where every sum starts at k = 0 (j0 = 0: x below 75.5·(75.5 + a), about 5700 + 76a),
+    # its first term is 1 and the two log-gamma functions per point (on a CPU, more of a
+    # pass's time than its series) are not needed.
+    log_t0, lg_aj, lg_j = lax.cond(
+        jnp.any(j0 > 0), shifted, lambda _: (jnp.zeros_like(x), lg_a, jnp.zeros_like(x)), None
+    )
 
     def cond(st):
         return jnp.any(~st[-2]) & (st[-1] < _MAX_TERMS)

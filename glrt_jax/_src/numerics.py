@@ -17,7 +17,9 @@ these names (none of them starts with an underscore).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
+import jax
 import jax.numpy as jnp
 from jax import lax
 
@@ -27,6 +29,7 @@ __all__ = [
     "log1mexp",
     "log_poisson",
     "machine_eps",
+    "once_if_uniform",
     "promote",
     "stirlerr",
     "tail_converged",
@@ -119,11 +122,31 @@ _STIRLERR_INT = (
 )
 
 
+def once_if_uniform(fn: Callable[[jax.Array], jax.Array], v: jax.Array) -> jax.Array:
+    """``fn(v)`` elementwise, evaluated once when ``v`` is the same at every point (a
+    parameter broadcast over a batch of points, the usual case: the non-central χ² tails
+    at a round's grid points share the degrees of freedom).
+
+    A ``lax.cond``: under ``vmap`` with ``v`` batched it computes both branches.
+    """
+    if v.size == 0:
+        return fn(v)
+    first = jnp.ravel(v)[:1]
+    return lax.cond(
+        jnp.all(v == first),
+        lambda v: jnp.broadcast_to(fn(first).reshape(()), v.shape),
+        fn,
+        v,
+    )
+
+
 def stirlerr(n, integer=False):
     """log Γ(n+1) − [(n + 1/2) log n − n + log √(2π)] for real n > 0.
 
     With ``integer=True`` the caller promises whole n, and n ≤ 15 is a table
-    lookup instead of ``lgamma`` (the costliest piece of the function).
+    lookup instead of ``lgamma`` (the costliest piece of the function); otherwise an n
+    that is the same at every point (the prefactor of an incomplete gamma at a window
+    that starts at 0 for every point) takes it once.
     """
     big = n > 15.0
     nb = jnp.where(big, n, 16.0)
@@ -137,7 +160,9 @@ def stirlerr(n, integer=False):
         direct = jnp.asarray(_STIRLERR_INT, n.dtype)[idx]
     else:
         ns = jnp.where(big, 1.0, n)
-        direct = lax.lgamma(ns + 1.0) - (ns + 0.5) * jnp.log(ns) + ns - _HALF_LOG_2PI
+        direct = once_if_uniform(
+            lambda m: lax.lgamma(m + 1.0) - (m + 0.5) * jnp.log(m) + m - _HALF_LOG_2PI, ns
+        )
     return jnp.where(big, series, direct)
 
 

@@ -12,14 +12,13 @@ program (:func:`quantile`). Tails, densities and slopes come from
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
 from jax import lax
 
 from glrt_jax._src import solvers
-from glrt_jax._src.numerics import log1mexp, machine_eps, promote
+from glrt_jax._src.numerics import log1mexp, machine_eps, once_if_uniform, promote
 from glrt_jax._src.shapes import bucketed
 from glrt_jax._src.special import batching, contour, df1, dispatch
 
@@ -59,18 +58,6 @@ def _z_from_logq(logq):
     return t - num / den
 
 
-def _once_if_uniform(fn: Callable, v):
-    """``fn(v)`` elementwise, evaluated once when ``v`` is the same at every point
-    (a scalar parameter broadcast over a batch, the usual case)."""
-    first = jnp.ravel(v)[:1]
-    return lax.cond(
-        jnp.all(v == first),
-        lambda v: jnp.broadcast_to(fn(first).reshape(()), v.shape),
-        fn,
-        v,
-    )
-
-
 def lower_asymptote(logq, k, lam):
     """log x with log cdf(x) ≈ logq from the small-x expansion, and a validity measure.
 
@@ -89,7 +76,7 @@ def lower_asymptote(logq, k, lam):
     c1 = (m - a) / (a + 1.0)
     d2 = (a * (a + 1.0) - 2.0 * m * (a + 1.0) + m * m) / (2.0 * (a + 1.0) * (a + 2.0))
     e2 = d2 - 0.5 * c1 * c1
-    rhs = logq + m + _once_if_uniform(lambda a: lax.lgamma(a + 1.0), a)
+    rhs = logq + m + once_if_uniform(lambda a: lax.lgamma(a + 1.0), a)
     v = rhs / a
     for _ in range(4):
         y = jnp.exp(v)
