@@ -157,6 +157,43 @@ def test_mixture_alone_on_the_grid():
         assert err[worst] <= tol, (rows[worst], got[worst])
 
 
+def test_mixture_pair_is_two_mixture_calls():
+    """``logsf_mixture_pair`` (the GLRT's tails under P and Q at the same points, one
+    incomplete gamma for both where the mixture's window starts at its first term) gives
+    the two calls' values and derivatives: on the committed mpmath grid (whose points
+    take either branch), at one small non-centrality (every window at its first term),
+    and at the domain's edges and invalid inputs."""
+    from glrt_jax._src.ncx2 import logsf_mixture, logsf_mixture_pair
+
+    _, x, df, nc = _batch(_load_refs(), "point", "x")
+    cases = [(x, df, nc), (np.geomspace(1e-3, 300.0, 64), 10.0, 0.8)]
+    edges = np.array([0.0, -1.0, np.inf, np.nan, 2.0, 2.0, 2.0])
+    cases.append((edges, np.array([3.0, 3.0, 3.0, 3.0, -1.0, 3.0, np.nan]), 0.5))
+    cases.append((np.full(3, 2.0), 3.0, np.array([-1.0, np.inf, 0.5])))
+    for xs, dfs, ncs in cases:
+        got = logsf_mixture_pair(xs, dfs, ncs)
+        want = logsf_mixture(xs, dfs, ncs), logsf_mixture(xs, dfs, np.zeros_like(ncs))
+        for g, w in zip(got, want, strict=True):
+            # (to rounding: the two programs' code may round differently, a few units
+            # in the last place of the log tail's intermediates)
+            g, w = np.asarray(g), np.asarray(w)
+            with np.errstate(invalid="ignore"):  # (inf − inf where both are infinite)
+                close = (g == w) | (np.abs(g - w) <= 1e-13 * np.maximum(1.0, np.abs(w)))
+            assert np.array_equal(np.isnan(g), np.isnan(w)) and np.all(close | np.isnan(w))
+
+    def total(fn):
+        return lambda x_, n_: sum(jnp.sum(v) for v in fn(x_, 10.0, n_))
+
+    def both(x_, df_, n_):
+        return logsf_mixture(x_, df_, n_), logsf_mixture(x_, df_, 0.0)
+
+    xs, ncs = jnp.geomspace(0.1, 60.0, 32), jnp.full(32, 0.8)
+    for argnum in (0, 1):
+        got = jax.grad(total(logsf_mixture_pair), argnum)(xs, ncs)
+        want = jax.grad(total(both), argnum)(xs, ncs)
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-14, atol=0)
+
+
 @pytest.mark.parametrize(
     "kind,fn,key",
     [

@@ -159,19 +159,20 @@ def _either_base_tails(mu, b, is_npo):
     return tuple(jnp.where(is_npo, u, v) for u, v in zip(tails_n(e), tails_g(e), strict=True))
 
 
-def _glrtd_base_tails(mu, b, d, logsf):
+def _glrtd_base_tails(mu, b, d, pair):
     """General d through glrt_jax.ncx2: tails of T at t = ℓ⁻¹(b).
 
     ``d``: the per-phase dimension, or the GLRT programs' pair ``(d, npo)``
     (:func:`phase_value`): where the unbatched flag ``npo`` is set, NPO's closed-form
-    tails instead (one branch runs). ``logsf``: ``ncx2.logsf`` or ``ncx2.logsf_mixture``
+    tails instead (one branch runs). ``pair(t, d, λ)``: the log sf of T under P =
+    ncx2(d, λ) and under Q = χ²_d, ``ncx2.logsf_mixture_pair`` or ``ncx2.logsf`` stacked
     (the same values; see :data:`MIXTURE_MAX_D`).
     """
     if isinstance(d, tuple):
         return _npo_or_glrt(
             d,
             lambda: _closed_base_tails(mu, b, _npo_parts),
-            lambda dd: _glrtd_base_tails(mu, b, dd, logsf),
+            lambda dd: _glrtd_base_tails(mu, b, dd, pair),
         )
     lam = mu * mu
     d = jnp.asarray(d, jnp.result_type(float))
@@ -179,10 +180,9 @@ def _glrtd_base_tails(mu, b, d, logsf):
     pos = (v > 0) & jnp.isfinite(v)
     vf = jnp.clip(jnp.where(jnp.isfinite(v), v, 0.0), 1e-12 * lam, None)
     t = threshold(vf - 0.5 * lam, lam, d)
-    # One logsf call for P = ncx2(d, λ) and Q = χ²_d together; the cdf is its
-    # complement, used only where it is the larger tail.
-    nc = jnp.stack([jnp.broadcast_to(lam, t.shape), jnp.zeros_like(t)])
-    log_sf = logsf(jnp.stack([t, t]), jnp.broadcast_to(d, nc.shape), nc)
+    # P = ncx2(d, λ) and Q = χ²_d together; the cdf is the sf's complement, used only
+    # where it is the larger tail.
+    log_sf = jnp.stack(pair(t, d, lam))
     sf, cdf = jnp.exp(log_sf), -jnp.expm1(log_sf)
     out = (sf[0], cdf[0], sf[1], cdf[1])
     lims = _limits(jnp.isposinf(v))
@@ -283,8 +283,19 @@ def _base_tails(adversary, d, mu, b):
         return _either_base_tails(mu, b, d == 0)
     if _is_one(d):
         return _closed_base_tails(mu, b, _glrt1_parts)
-    logsf = ncx2.logsf if adversary == "glrt_large_d" else ncx2.logsf_mixture
-    return _glrtd_base_tails(mu, b, d, logsf)
+    pair = _stacked_pair(ncx2.logsf) if adversary == "glrt_large_d" else ncx2.logsf_mixture_pair
+    return _glrtd_base_tails(mu, b, d, pair)
+
+
+def _stacked_pair(logsf):
+    """``(logsf(t, d, λ), logsf(t, d, 0))`` in one call of ``logsf`` (both tails stacked)."""
+
+    def pair(t, d, lam):
+        nc = jnp.stack([jnp.broadcast_to(lam, t.shape), jnp.zeros_like(t)])
+        log_sf = logsf(jnp.stack([t, t]), jnp.broadcast_to(d, nc.shape), nc)
+        return log_sf[0], log_sf[1]
+
+    return pair
 
 
 # ---------------------------------------------------------------------------

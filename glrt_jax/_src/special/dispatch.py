@@ -191,6 +191,19 @@ def kernel_logsf_mixture(x, df, nc):
     return (_settled_logsf(x, bad, lsf),)
 
 
+def kernel_logsf_mixture_pair(x, df, nc):
+    """(log sf, log sf at nc = 0) at 1-D points by the Poisson mixture, sharing the
+    incomplete gamma of both (:func:`mixture.log_sf_sum_pair`); as two calls of
+    :func:`kernel_logsf_mixture`. The central tail is NaN only where ``df`` or ``x``
+    is invalid."""
+    bad = bad_params(df, nc) | jnp.isnan(x)
+    bad_central = bad_params(df, jnp.zeros_like(nc)) | jnp.isnan(x)
+    xs = jnp.where(~bad_central & (x > 0) & jnp.isfinite(x), x, 1.0)
+    dfs, ncs = jnp.where(bad_central, 1.0, df), jnp.where(bad, 0.0, nc)
+    lsf, lsf_central = mixture.log_sf_sum_pair(xs, 0.5 * dfs, 0.5 * ncs)
+    return _settled_logsf(x, bad, lsf), _settled_logsf(x, bad_central, lsf_central)
+
+
 def kernel_logcdf(x, df, nc):
     """(log cdf,) at 1-D points; as :func:`kernel_logsf`."""
     bad, interior, xs, dfs, ncs = _safe_inputs(x, df, nc)
@@ -265,6 +278,14 @@ def logsf_mixture_impl(x, df, nc):
     :func:`logsf_impl`."""
     x, df, nc = promote(x, df, nc)
     return batching.chunked(kernel_logsf_mixture, x, df, nc, n_out=1)[0]
+
+
+@jax.jit
+def logsf_mixture_pair_impl(x, df, nc):
+    """(log sf, log sf at nc = 0) by the Poisson mixture (:func:`kernel_logsf_mixture_pair`);
+    as :func:`logsf_impl`."""
+    x, df, nc = promote(x, df, nc)
+    return batching.chunked(kernel_logsf_mixture_pair, x, df, nc, n_out=2)
 
 
 @jax.jit

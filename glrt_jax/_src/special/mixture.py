@@ -54,7 +54,7 @@ def peak(a, m, y):
     return 2.0 * my / (a + jnp.sqrt(a * a + 4.0 * my))
 
 
-def _mixture_sum(x, a, m, upward, with_pdf):
+def _mixture_sum(x, a, m, upward, with_pdf, central=None):
     """Scaled Poisson-mixture sum of incomplete gammas, 1-D, x > 0.
 
     upward=True:  log Σ_j w_j Q(a + j, y), started below the peak (Q recurrence up).
@@ -63,6 +63,8 @@ def _mixture_sum(x, a, m, upward, with_pdf):
     the same window (accurate near the peak of the sum, used by the quantile
     solver) or are NaN when ``with_pdf`` is False. With P_j = w_j g(a + j − 1, y)
     the pdf terms, pdf = Σ P_j / 2 and d log pdf/dx = (Σ P_j (a + j − 1) / (y Σ P_j) − 1) / 2.
+    ``central``: ``log_gamma_pq(a, x/2)`` if the caller has it (:func:`log_sf_sum_pair`),
+    taken where every point's window starts at j = 0.
     """
     eps = machine_eps(x.dtype)
     big, log_big = 2.0 ** _big_exp(x.dtype), _big_exp(x.dtype) * _LN2
@@ -83,7 +85,10 @@ def _mixture_sum(x, a, m, upward, with_pdf):
         j0 = jnp.where(rho < 1e-17, 0.0, jnp.ceil(c + span))
     j0 = jnp.where(m > 0, j0, 0.0)
     b0 = a + j0
-    lp, lq, lg0 = log_gamma_pq(b0, y)
+    if central is None:
+        lp, lq, lg0 = log_gamma_pq(b0, y)
+    else:
+        lp, lq, lg0 = lax.cond(jnp.any(j0 > 0), lambda: log_gamma_pq(b0, y), lambda: tuple(central))
     lgam = lq if upward else lp
     # Scale: the first term is w_j0 * (Q or P)(b0, y) = exp(L).
     L = log_poisson(j0, m, integer=True) + lgam
@@ -152,6 +157,20 @@ def _mixture_sum(x, a, m, upward, with_pdf):
 def log_sf_sum(x, a, m, with_pdf=False):
     """(log sf, log pdf, its slope) via the upward Q recurrence. 1-D, x > 0."""
     return _mixture_sum(x, a, m, True, with_pdf)
+
+
+def log_sf_sum_pair(x, a, m):
+    """(log sf of the mixture, log sf of its central part Γ(a) alone, i.e. m = 0), 1-D, x > 0.
+
+    The central tail is the incomplete gamma ``Q(a, x/2)`` at which the mixture's upward
+    window starts where it starts at j = 0 (a small Poisson mean m: the GLRT's P and Q
+    at a round's levels), so one incomplete gamma serves both there; where a window
+    starts higher the mixture takes its own. The same values as two calls of
+    :func:`log_sf_sum`.
+    """
+    central = log_gamma_pq(a, 0.5 * x)
+    lsf, _, _ = _mixture_sum(x, a, m, True, False, central=central)
+    return lsf, central[1]
 
 
 def log_cdf_sum(x, a, m, with_pdf=False):
