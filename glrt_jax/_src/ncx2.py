@@ -173,9 +173,9 @@ def logsf_mixture_pair(x, df, nc):
     tails under both hypotheses at the same points).
 
     One incomplete gamma serves both where the mixture's window starts at its first term
-    (a small non-centrality: the GLRT levels of a round), instead of one per call
-    (GLRT d = 10, a round's 1026 levels: 0.45 ms for the two tails stacked in one call).
-    The same values and derivatives as the two calls.
+    (a small non-centrality: the GLRT levels of a round), instead of one per tail (GLRT
+    d = 10, a round's 1026 levels: both tails in 0.45 ms stacked in one call, the
+    incomplete gamma alone 0.15 ms). The same values and derivatives as the two calls.
     """
     return bucketed(dispatch.logsf_mixture_pair_impl, x, df, nc)
 

@@ -160,7 +160,8 @@ def log_sf_sum(x, a, m, with_pdf=False):
 
 
 def log_sf_sum_pair(x, a, m):
-    """(log sf of the mixture, log sf of its central part Γ(a) alone, i.e. m = 0), 1-D, x > 0.
+    """(log sf of the mixture, log sf of the central χ² with 2a degrees of freedom, i.e.
+    m = 0), 1-D, x > 0.
 
     The central tail is the incomplete gamma ``Q(a, x/2)`` at which the mixture's upward
     window starts where it starts at j = 0 (a small Poisson mean m: the GLRT's P and Q
