@@ -849,6 +849,35 @@ def test_glrt_with_d_above_one_takes_one_phase_per_step():
     chex.assert_trees_all_close(a, merged, rtol=1e-9)
 
 
+def test_many_glrt_phases_plan_on_fewer_points(monkeypatch):
+    """From 64 phases on, GLRT with d > 1 plans each phase on a quarter of the planning
+    points (each costs the exact non-central χ² tails and a root of ℓ), NPO on half. The
+    points only place the grids; the bracket, certified either way, overlaps the one
+    planned on every point and meets the tolerance."""
+    sig, q, n = _distinct_phases(64, (0.8, 1.5), (0.005, 0.02), 10)
+    glrt = dict(adversary="glrt", d=3)
+    thins = []
+    thinning = planning.thinning
+
+    def recording(*args):
+        thins.append(thinning(*args))
+        return thins[-1]
+
+    monkeypatch.setattr(planning, "thinning", recording)
+    fewer = accountant.schedule_epsilon(sig, q, n, 1e-5, **glrt)
+    assert set(thins) == {4}
+    thins.clear()
+    monkeypatch.setattr(planning, "_THIN_GLRT", 1)
+    every = accountant.schedule_epsilon(sig, q, n, 1e-5, **glrt)
+    assert set(thins) == {1}
+    lo_f, up_f, lo_e, up_e = (
+        float(v) for v in (fewer.lower, fewer.upper, every.lower, every.upper)
+    )
+    assert lo_f <= up_e and lo_e <= up_f
+    assert up_f <= (1.0 + 1e-3) * lo_f
+    assert planning.thinning(64, "closed") == 2  # NPO (and GLRT with d = 1): half
+
+
 def test_large_schedules_run_in_two_halves(monkeypatch):
     """Distinct phases past ``_HALVES_FROM`` (64): the plan's per-phase
     part and the phase sums run in two halves side by side (50 phases each, slices of the

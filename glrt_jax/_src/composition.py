@@ -218,7 +218,7 @@ def _plan_stage(
     def part(start, count):
         return _plan_part_program(
             mu, q, n, target, tol, values, start, count,
-            loss=loss, query=query, length=halves[2], thin=planning.thinning(mu.shape[0]),
+            loss=loss, query=query, length=halves[2], thin=planning.thinning(mu.shape[0], loss),
         )  # fmt: skip
 
     parts = _side_by_side(halves, part)

@@ -71,8 +71,14 @@ _SUM_BLOCK = 128
 # From this many phases (padded) on, half the planning points per phase: K = 10⁴ distinct
 # phases 9.7–9.9 → 8.1 s warm (2-core CPU, same-minute A/B), peak memory 1.05 → 0.77 GB,
 # the upper bound within 5e-7 relative (the planning points place the grids; the bounds
-# come from the grids).
+# come from the grids). GLRT with d > 1 (losses.GLRT_LOSSES), whose planning points each
+# cost the exact non-central χ² tails and a root of ℓ (most of its plan), takes a quarter:
+# the tables' K-phase schedule at d = 10, warm, K = 100 0.105 → 0.080 s, K = 1000 0.78–0.82
+# → 0.60–0.61 s, K = 10⁴ 7.3 → 5.35 s (first call 16.4 → 13.8 s), brackets 3–4 % wider
+# (an eighth: 0.73 and 6.8 s, the coarser plan asking for larger sizes). NPO's points are
+# closed forms: a quarter there made K = 10⁴ slower (3.8 → 5.0–6.7 s) for the same reason.
 _THIN_FROM = 64
+_THIN, _THIN_GLRT = 2, 4
 
 
 class Plan(NamedTuple):
@@ -215,10 +221,13 @@ def failure_log_mass(query, target, tol, n_tot):
     return jnp.log(1e-12) - 25.0 - jnp.log(n_tot)
 
 
-def thinning(phases: int) -> int:
+def thinning(phases: int, loss: str) -> int:
     """The planning points' ``thin`` (:func:`glrt_jax._src.grids.planning_points`) of a
-    schedule of ``phases`` (padded) phases."""
-    return 2 if phases >= _THIN_FROM else 1
+    schedule of ``phases`` (padded) phases of the static ``loss``
+    (:func:`glrt_jax._src.losses.program_key`)."""
+    if phases < _THIN_FROM:
+        return 1
+    return _THIN_GLRT if loss in losses.GLRT_LOSSES else _THIN
 
 
 def measure_phases(loss, values, mu, q, n, log_m, thin):
@@ -299,7 +308,7 @@ def plan(
     ts = jnp.asarray(_T_POS)
     if measured is None:
         log_m = failure_log_mass(query, target, tol, n_tot)
-        measured = measure_phases(loss, values, mu, q, n, log_m, thinning(mu.shape[0]))
+        measured = measure_phases(loss, values, mu, q, n, log_m, thinning(mu.shape[0], loss))
     # lo, hi, outside: (K, n_dir); xp, pp: (K, n_dir, P); lam: (K, n_dir, T)
     lo, hi, xp, pp, lam, outside = measured
     lam_tot = jnp.einsum("k,kdt->dt", nf, lam)
