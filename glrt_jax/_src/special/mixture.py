@@ -88,7 +88,7 @@ def _mixture_sum(x, a, m, upward, with_pdf, central=None):
     if central is None:
         lp, lq, lg0 = log_gamma_pq(b0, y)
     else:
-        lp, lq, lg0 = lax.cond(jnp.any(j0 > 0), lambda: log_gamma_pq(b0, y), lambda: tuple(central))
+        lp, lq, lg0 = lax.cond(jnp.any(j0 > 0), lambda: log_gamma_pq(b0, y), lambda: central)
     lgam = lq if upward else lp
     # Scale: the first term is w_j0 * (Q or P)(b0, y) = exp(L).
     L = log_poisson(j0, m, integer=True) + lgam
