@@ -36,6 +36,10 @@ if not XLA_DEFAULTS:
     os.environ["XLA_FLAGS"] = " ".join(
         [*_without_quick_flags(os.environ.get("XLA_FLAGS", "")), *QUICK_XLA_FLAGS]
     )
+    # Under the quick flags a small program's two tiers (programs._Tiered) compile to the
+    # same machine code: compiling it again for speed would only cost the suite time. The
+    # tests of the tiers turn them on themselves; the XLA-defaults run keeps them.
+    os.environ["GLRT_JAX_TIERED"] = "0"
 
 import jax  # noqa: E402
 

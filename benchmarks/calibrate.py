@@ -31,6 +31,7 @@ from glrt_jax import accountant, calibrate  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _report import add_argument, markdown_page  # noqa: E402
+from _timing import steady  # noqa: E402
 
 EPS, DELTA, Q, N = 1.0, 1e-5, 0.01, 1000
 # (target ε, δ, q, N): the regimes of P1–P4 in benchmarks/composition.py.
@@ -46,6 +47,7 @@ def timed(fn, repeats):
     t0 = time.perf_counter()
     out = jax.block_until_ready(fn())
     cold = time.perf_counter() - t0
+    steady(fn)
     warm = []
     for _ in range(repeats):
         t0 = time.perf_counter()

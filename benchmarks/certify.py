@@ -48,6 +48,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
 from _report import add_argument, markdown_page  # noqa: E402
+from _timing import steady  # noqa: E402
 from closed_forms import one_round_delta, one_round_epsilon  # noqa: E402
 
 from glrt_jax import accountant  # noqa: E402
@@ -68,7 +69,7 @@ def _ask(query, *args, **kwargs):
     """(lower, upper, warm seconds, error message or None) of one engine query."""
     fn = accountant.schedule_epsilon if query == "epsilon" else accountant.schedule_delta
     try:
-        b = jax.block_until_ready(fn(*args, **kwargs))  # first call: may compile
+        steady(lambda: fn(*args, **kwargs))  # first calls: may compile
         t0 = time.perf_counter()
         b = jax.block_until_ready(fn(*args, **kwargs))
         dt = time.perf_counter() - t0

@@ -40,6 +40,7 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _report import add_argument, markdown_page  # noqa: E402
+from _timing import steady  # noqa: E402
 from composition_scale import CASES  # noqa: E402
 
 from glrt_jax import accountant, calibrate  # noqa: E402
@@ -55,6 +56,7 @@ def _timed(fn, *args, **kwargs):
 def _first_warm(repeat, fn, *args, **kwargs):
     """(first call s, best of ``repeat`` warm calls s, output)."""
     first, out = _timed(fn, *args, **kwargs)
+    steady(lambda: fn(*args, **kwargs))
     warm = min(_timed(fn, *args, **kwargs)[0] for _ in range(repeat))
     return first, warm, out
 

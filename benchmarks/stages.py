@@ -39,6 +39,7 @@ import jax
 jax.config.update("jax_enable_x64", True)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _timing import steady  # noqa: E402
 from device import _schedule  # noqa: E402  (the tables' K-phase schedule)
 
 from glrt_jax import accountant  # noqa: E402
@@ -116,7 +117,7 @@ def main(argv=None):
     t0 = time.perf_counter()
     bounds = jax.block_until_ready(query())
     first = time.perf_counter() - t0
-    jax.block_until_ready(query())
+    steady(query)
     print(
         f"K = {args.phases} phases, {args.adversary}"
         + (f" d = {args.d}" if args.adversary == "glrt" else "")

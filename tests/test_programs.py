@@ -4,6 +4,9 @@ them instead of tracing, and gets the same answers."""
 import concurrent.futures
 import contextlib
 import math
+import os
+import subprocess
+import sys
 
 import jax
 import numpy as np
@@ -320,3 +323,140 @@ def test_queries_from_several_threads():
     for got, case in zip(together, cases, strict=True):
         assert_same_query(got, ask(case))
     programs.forget()
+
+
+@programs.stored()
+def _twice(x):
+    return 2.0 * x + 1.0
+
+
+@pytest.fixture
+def tiered(monkeypatch):
+    """Tiered compilation on (the quick suite turns it off, conftest.py); CPU only (the
+    tiers are two sets of the CPU compiler's options)."""
+    if not on_cpu():
+        pytest.skip("tiered compilation is for the CPU's compiler options")
+    monkeypatch.setenv("GLRT_JAX_TIERED", "1")
+    programs.forget()
+    yield
+    programs.settle()
+    programs.forget()
+
+
+def _tiers_of(fn):
+    """The loaded programs of a stored function, as :class:`programs._Tiered` (asserted)."""
+    loaded = [fut.result()[0] for fut in fn._loaded.values()]
+    assert loaded and all(isinstance(call, programs._Tiered) for call in loaded)
+    return loaded
+
+
+def test_a_program_is_compiled_for_speed_when_a_later_query_uses_it(tiered):
+    """A small program's first call runs its quick compilation; calls inside the same
+    query, however many, do not start the compilation for speed; the first call of a
+    later query does, in the background, and once it is done the calls run it."""
+    quick = programs._checked(tuple(sorted(programs.QUICK_COMPILE.items())))
+    small = programs._checked(tuple(sorted(programs.SMALL_PROGRAMS.items())))
+    assert programs._tiers(small) == (quick, small)
+
+    @programs.query
+    def one_query(x):
+        return [float(_twice(np.float64(x))) for _ in range(3)]
+
+    assert one_query(2.0) == [5.0] * 3
+    (call,) = _tiers_of(_twice)
+    assert call._later is None
+    assert one_query(3.0) == [7.0] * 3
+    assert call._later is not None
+    programs.settle()
+    assert call._executable() is call._later.result()
+    assert float(_twice(np.float64(4.0))) == 9.0
+    # Outside any query each call is its own: the second starts the compilation for speed.
+    programs.forget()
+    _twice(np.float64(1.0))
+    (call,) = _tiers_of(_twice)
+    assert call._later is None
+    _twice(np.float64(1.0))
+    assert call._later is not None
+
+
+def test_tiers_are_off_where_asked(tiered, monkeypatch):
+    """No tiers under quick_compile (compiled for latency only), xla_defaults, for large
+    programs, or with GLRT_JAX_TIERED=0."""
+    small = programs._checked(tuple(sorted(programs.SMALL_PROGRAMS.items())))
+    with programs.quick_compile():
+        assert programs._tiers(programs._options_for(100)) is None
+    with programs.xla_defaults():
+        assert programs._tiers(programs._options_for(100)) is None
+    assert programs._tiers(programs._options_for(programs._SMALL_MAX + 1)) is None
+    assert programs._tiers(small) is not None
+    monkeypatch.setenv("GLRT_JAX_TIERED", "0")
+    assert programs._tiers(small) is None
+    _twice(np.float64(1.0))
+    assert not any(isinstance(f.result()[0], programs._Tiered) for f in _twice._loaded.values())
+
+
+@pytest.mark.xla_defaults
+def test_both_tiers_of_a_query_answer_alike(tiered):
+    """One phase's ε before and after its programs are compiled for speed: other machine
+    code for the same operations, so the same bounds to rounding, and both contain the
+    closed form (q = 1). (Under the quick suite's flags both tiers would compile alike.)"""
+    ref = gaussian_epsilon(1e-6, math.sqrt(100) / 2.0)
+
+    def ask():
+        return np.asarray(accountant.schedule_epsilon(2.0, 1.0, 100, 1e-6))
+
+    first = ask()
+    second = ask()  # (the calls of this query start the compilations for speed)
+    programs.settle()
+    faster = ask()
+    calls = [f.result()[0] for fn in programs._ALL for f in fn._loaded.values()]
+    tiers = [c for c in calls if isinstance(c, programs._Tiered)]
+    assert tiers and all(c._executable() is c._later.result() for c in tiers)
+    assert_same_query(second, first)
+    assert_same_query(faster, first, rtol=1e-10)
+    for b in (first, faster):
+        assert b[0] <= ref <= b[2]
+
+
+_EXIT_SCRIPT = """
+import atexit, concurrent.futures, time, jax, numpy as np
+jax.config.update("jax_enable_x64", True)
+
+def report():  # registered before the library's handler, so it runs after it
+    from glrt_jax._src import programs
+    states = [f.cancelled() or f.done() for f in programs._LATER]
+    print("cancelled", sum(f.cancelled() for f in programs._LATER), "settled", all(states))
+
+atexit.register(report)
+from glrt_jax._src import programs
+
+# Work that keeps the background thread busy for a second: the compilations queue behind it.
+busy = concurrent.futures.Future()
+programs._start_later(busy, lambda: time.sleep(1.0))
+fns = [programs.stored()(lambda x, k=k: x * k + 1.0) for k in range(4)]
+for fn in fns:
+    for _ in range(2):  # outside any query, the second call starts the compilation for speed
+        fn(np.float64(2.0))
+print("asked", len(programs._LATER) - 1)
+"""
+
+
+def test_exit_waits_only_for_the_compilation_running(tmp_path):
+    """A process that exits with compilations for speed pending cancels those not yet
+    started and waits for the work running (JAX's exit handler clears the backends they
+    compile for): it exits cleanly, the four compilations queued behind a second's work
+    cancelled."""
+    if not on_cpu():
+        pytest.skip("tiered compilation is for the CPU's compiler options")
+    script = tmp_path / "exit.py"
+    script.write_text(_EXIT_SCRIPT)
+    env = dict(os.environ, GLRT_JAX_TIERED="1", JAX_PLATFORMS="cpu")
+    done = subprocess.run(
+        [sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.split("\n")
+    assert "asked 4" in lines
+    (summary,) = [line for line in lines if line.startswith("cancelled")]
+    cancelled, settled = summary.split()[1], summary.split()[3]
+    assert settled == "True" and int(cancelled) == 4

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from glrt_jax._src import composition, profile, risk
+from glrt_jax._src import composition, profile, programs, risk
 from glrt_jax._src.composition import Bounds
 from glrt_jax._src.validation import NEIGHBOURINGS, THREAT_MODELS, check_choice, check_range
 
@@ -294,6 +294,7 @@ class Accountant:
             mu=mu,
         )
 
+    @programs.query
     def _answer(self, quantity, value):
         sig, q, n = self._arrays()
         if self.threat_model == "shared":
@@ -355,6 +356,7 @@ class Accountant:
         sig, _, n = self._arrays()
         return math.sqrt(float(np.sum(n / sig**2)))
 
+    @programs.query
     def tpr(self, fpr) -> PrivacyReport:
         """Bounds on the attack's true-positive rate at false-positive rate ``fpr``.
 
@@ -418,6 +420,7 @@ class Accountant:
         a = risk.default_fpr() if fpr is None else np.atleast_1d(np.asarray(fpr, float))
         return self.tpr(a)
 
+    @programs.query
     def advantage(self) -> PrivacyReport:
         """Bounds on the attack's maximal advantage ``max_fpr (tpr − fpr)``.
 

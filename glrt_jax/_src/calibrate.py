@@ -44,7 +44,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from glrt_jax._src import composition, profile, solvers
+from glrt_jax._src import composition, profile, programs, solvers
 from glrt_jax._src.calibration_solve import (
     Problem,
     f64,
@@ -187,6 +187,7 @@ def _sigma(
     return jnp.exp(solve(problem, theta, sigma_bounds, guess, tol, auto))
 
 
+@programs.query
 def noise_multiplier(
     target_epsilon,
     delta,
@@ -271,6 +272,7 @@ def noise_multiplier(
     )
 
 
+@programs.query
 def for_delta(
     target_delta,
     epsilon,
@@ -334,6 +336,7 @@ def for_delta(
     )
 
 
+@programs.query
 def max_sampling_rate(
     target_epsilon,
     delta,
@@ -423,6 +426,7 @@ def _epsilon_of_steps(
     return float(bounds.upper)
 
 
+@programs.query
 def max_steps(
     target_epsilon: float,
     delta: float,
@@ -528,6 +532,7 @@ def _achieved_epsilon(sigma, delta, steps, q, d, adversary, threat_model, neighb
     )
 
 
+@programs.query
 def calibrate(
     target_epsilon: float,
     delta: float,

@@ -876,6 +876,7 @@ def _meets(bounds, tol, query="epsilon"):
     return query == "delta" and up - lo <= float(tol) * planning.SMALL_DELTA
 
 
+@programs.query
 def _query(query, *args, tol, points, nodes, **kwargs):
     """The engine behind schedule_epsilon/_delta (see :func:`_query_once`).
 

@@ -23,6 +23,15 @@ without XLA's MLIR fusion emitters (:data:`SMALL_PROGRAMS`): the engine's three 
 compile about 35 % faster (one-phase query 4.4 → 2.9 s on a 2-core CPU; GLRT with
 d = 10 8.2 → 6.5 s; a first ``schedule_epsilon`` in a fresh process 4.9–5.4 → 3.4–3.9 s)
 and run about 1 ms slower (a warm one-phase query 5.2 → 5.9–6.4 ms).
+Such programs are *tiered* (:class:`_Tiered`): their first compilation also turns LLVM's
+optimisation off (:data:`QUICK_COMPILE`), and a later query (:func:`query`, a public entry
+point's call) that uses the program again has it compiled with the options above in a
+background thread, from the same lowered module; the calls after that run the faster one.
+A first ``accountant.epsilon`` report (NPO and GLRT with d = 10) in a fresh process went
+5.3–5.7 → 2.6–3.5 s, P1 3.3–3.4 → 1.5–1.6 s, ``calibrate.calibrate`` 7.4–7.5 →
+4.6–4.8 s, with the warm calls as fast as before once the second query's compilations are
+done (a few seconds; meanwhile 2–4× slower). ``$GLRT_JAX_TIERED=0`` compiles each program
+once, with its own options.
 Inside :func:`quick_compile` (the command line's commands run there: a process that
 answers a few queries and exits) LLVM's optimisation is off as well
 (:data:`QUICK_COMPILE`): 3–4× faster compilation (1.2 s; d = 10: 3.0 s), while a run
@@ -46,12 +55,15 @@ turn: shared 2.2–2.4 → 1.7 s, DP-SGD 3.4–3.5 → 2.9–3.0 s, GLRT with d 
 
 from __future__ import annotations
 
+import atexit
 import concurrent.futures
 import contextlib
 import contextvars
 import functools
 import hashlib
+import itertools
 import os
+import queue
 import tempfile
 import threading
 import warnings
@@ -97,30 +109,31 @@ def set_store(folder: str | os.PathLike | None) -> None:
 def enable_cache(folder: str | os.PathLike | None = None) -> Path | None:
     """Keep compiled programs on disk, so that later processes answer in about a second.
 
-    Sets JAX's persistent compilation cache (XLA's executables, every one kept however
-    fast it compiled) to ``folder`` and this package's store of exported programs (which
-    spares a later process the tracing) to ``folder/programs``. The command line calls
-    it on start; a script or notebook that asks the accountant eagerly can call it once,
-    before its first query. Calls under ``jit`` are unaffected (the caller's program is
-    traced and cached as a whole).
+        Sets JAX's persistent compilation cache (XLA's executables, every one kept however
+        fast it compiled) to ``folder`` and this package's store of exported programs (which
+        spares a later process the tracing) to ``folder/programs``. The command line calls
+        it on start; a script or notebook that asks the accountant eagerly can call it once,
+        before its first query. Calls under ``jit`` are unaffected (the caller's program is
+        traced and cached as a whole).
 
-    Args:
-      folder: where to keep them. ``None``: ``$GLRT_JAX_CACHE`` if set (an empty value
-        turns the cache off and returns ``None``), else ``~/.cache/glrt-jax``.
+        Args:
+          folder: where to keep them. ``None``: ``$GLRT_JAX_CACHE`` if set (an empty value
+            turns the cache off and returns ``None``), else ``~/.cache/glrt-jax``.
 
-    Returns:
-      The folder used, or ``None`` when the cache is off.
+        Returns:
+          The folder used, or ``None`` when the cache is off.
 
-    Example:
-      A script calls ``glrt_jax.enable_cache()`` once at its start. An empty
-      ``$GLRT_JAX_CACHE`` turns the cache off:
+        Example:
+          A script calls ``glrt_jax.enable_cache()`` once at its start. An empty
+          ``$GLRT_JAX_CACHE`` turns the cache off:
 
-      >>> import os
-      >>> from unittest import mock
-      >>> import glrt_jax
-      >>> with mock.patch.dict(os.environ, {"GLRT_JAX_CACHE": ""}):
-      ...     print(glrt_jax.enable_cache())
-      None
+          >>> import os
+    import queue
+          >>> from unittest import mock
+          >>> import glrt_jax
+          >>> with mock.patch.dict(os.environ, {"GLRT_JAX_CACHE": ""}):
+          ...     print(glrt_jax.enable_cache())
+          None
     """
     if folder is None:
         folder = os.environ.get(
@@ -385,21 +398,32 @@ class _Stored:
 
     def _prepare(self, key, options, args, static, ahead: bool):
         """(call, output shapes): exported (or traced) and, ahead, lowered. Without the
-        store the shapes are known ahead only (an eager call does not trace it twice)."""
+        store the shapes are known ahead only (an eager call does not trace it twice).
+        Tiered programs (:func:`_tiers`) are lowered once and compiled for latency first."""
+        tiers = _tiers(options)
         if _STORE is not None:
             try:
                 exp = self._exported(key, args, static)
-                opts = None if options is None else dict(options)
-                call = jax.jit(exp.call, compiler_options=opts)
-                if ahead:
-                    call = _Compiling(call, call.lower(*args))
                 shapes = [
                     jax.ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type)
                     for a in exp.out_avals
                 ]
-                return call, jax.tree_util.tree_unflatten(exp.out_tree, shapes)
+                out = jax.tree_util.tree_unflatten(exp.out_tree, shapes)
+                if tiers is not None:
+                    plain = jax.jit(exp.call)
+                    first = jax.jit(exp.call, compiler_options=dict(tiers[0]))
+                    return _Tiered(first, plain.lower(*args), tiers, ahead), out
+                opts = None if options is None else dict(options)
+                call = jax.jit(exp.call, compiler_options=opts)
+                if ahead:
+                    call = _Compiling(call, call.lower(*args))
+                return call, out
             except Exception as err:  # whatever went wrong, the jitted function is right
                 _warn_once(f"glrt-jax: {self._name} is not stored ({err!r}); it is traced")
+        if tiers is not None:
+            traced = self._jitted.trace(*args, **static)
+            first = functools.partial(self._with_options(tiers[0]), **static)
+            return _Tiered(first, traced.lower(), tiers, ahead), traced.out_info
         call = functools.partial(self._with_options(options), **static)
         if not ahead:
             return call, None
@@ -462,6 +486,164 @@ class _Compiling:
             return compiled(*args)
         except (TypeError, ValueError):  # arguments other than those it was compiled for
             return self._call(*args)
+
+
+def _tiers(options: tuple | None) -> tuple[tuple, tuple] | None:
+    """``(first, later)`` compiler options of a tiered program whose options are
+    ``options``, or None: programs compiled with :data:`SMALL_PROGRAMS` (small eager
+    programs on a CPU) are tiered, unless :func:`quick_compile` or :func:`xla_defaults`
+    says otherwise or ``$GLRT_JAX_TIERED`` is ``0``."""
+    if options is None or _QUICK.get() or _DEFAULTS.get():
+        return None
+    if os.environ.get("GLRT_JAX_TIERED", "1") == "0":
+        return None
+    quick = _checked(tuple(sorted(QUICK_COMPILE.items())))
+    return None if quick is None or quick == options else (quick, options)
+
+
+# The query an eager call belongs to (see query); None outside any.
+_QUERY = contextvars.ContextVar("glrt_jax_query", default=None)
+_QUERIES = itertools.count(1)
+# Compilations for speed (see _Tiered): futures in the order started, and their queue.
+_LATER: list[concurrent.futures.Future] = []
+_LATER_QUEUE: queue.SimpleQueue = queue.SimpleQueue()
+_LATER_THREAD: list[threading.Thread] = []
+
+
+def _later_worker() -> None:
+    """Runs the compilations for speed one at a time (a daemon thread: see _at_exit)."""
+    while True:
+        fut, fn = _LATER_QUEUE.get()
+        if not fut.set_running_or_notify_cancel():  # cancelled at exit
+            continue
+        try:
+            fut.set_result(fn())
+        except BaseException as err:  # kept in the future: the program keeps its first tier
+            fut.set_exception(err)
+
+
+def _start_later(fut: concurrent.futures.Future, fn: Callable[[], object]) -> None:
+    """``fn()`` (a compilation for speed) in the background thread, its outcome in ``fut``."""
+    with _LOCK:
+        if not _LATER_THREAD:
+            worker = threading.Thread(target=_later_worker, name="glrt-jax-later", daemon=True)
+            worker.start()
+            _LATER_THREAD.append(worker)
+        _LATER.append(fut)
+    _LATER_QUEUE.put((fut, fn))
+
+
+@atexit.register
+def _at_exit() -> None:
+    """At exit no compilation for speed starts, and the one running (XLA's, with Python's
+    lock released) is waited for: JAX's own exit handler, which runs after this one
+    (registered before it), clears the backends it compiles for. A process that exits
+    after two queries waits at most for one program's compilation."""
+    with _LOCK:
+        pending = list(_LATER)
+    for fut in pending:
+        fut.cancel()
+    concurrent.futures.wait(pending)
+
+
+def query(fn: Callable) -> Callable:
+    """Decorator: the calls of ``fn`` are queries (a public entry point's eager call).
+
+    A tiered program (see :class:`_Tiered`) compiled in one query is compiled for speed
+    when a later query calls it; the stored programs' calls inside one query, however
+    many (a calibration's search, the re-plans of an ε), count as that one. Nested
+    queries are the outermost one; a stored program called outside any query is its own.
+    The background threads of a query (:func:`side_by_side`, :func:`ahead`) see its
+    context, and with it the query.
+    """
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        if _QUERY.get() is not None:
+            return fn(*args, **kwargs)
+        token = _QUERY.set(next(_QUERIES))
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _QUERY.reset(token)
+
+    return wrapper
+
+
+def settle() -> None:
+    """Wait for the compilations for speed started so far (see :class:`_Tiered`): the
+    calls after it run the programs compiled for speed. For benchmarks of warm calls."""
+    while True:
+        with _LOCK:
+            pending = [f for f in _LATER if not f.done()]
+            _LATER[:] = pending
+        if not pending:
+            return
+        concurrent.futures.wait(pending)
+
+
+class _Tiered:
+    """A small eager program compiled twice: for latency now, for speed when used again.
+
+    The first compilation takes :data:`QUICK_COMPILE` (LLVM's optimisation off: 3–4×
+    faster to compile, 2–3× slower to run); a call from a later query (:func:`query`)
+    than the one that compiled it starts the compilation with the program's own options
+    (:data:`SMALL_PROGRAMS`) in a background thread, from the same lowered module, and
+    the calls after it is done run that one. A process that asks once pays only the
+    quick compilation; one that keeps asking (a training loop, a sweep) gets the fast
+    program a few seconds after its second query. Both are the same operations: the
+    answers agree to rounding (each certified by its own error terms).
+
+    Compilations for speed run one at a time, and none starts once the interpreter is
+    shutting down (a process that exits waits only for one already running, :func:`_at_exit`).
+    """
+
+    def __init__(self, fallback: Callable, lowered: jax.stages.Lowered, tiers, background):
+        self._fallback = fallback  # the jitted function with the first options
+        self._lowered = lowered
+        self._later_options = dict(tiers[1])
+        self._query = _QUERY.get()  # the query that compiles it (None: outside any)
+        self._calls = 0
+        self._later: concurrent.futures.Future | None = None
+        if background:  # prepared ahead (see preparing)
+            try:
+                self._first = _compiler().submit(lowered.compile, dict(tiers[0]))
+            except RuntimeError as err:  # shutting down: the call compiles it
+                self._first = _failed(err)
+        else:
+            self._first = concurrent.futures.Future()
+            self._first.set_result(lowered.compile(dict(tiers[0])))
+
+    def _compile_later(self):
+        lowered, self._lowered = self._lowered, None  # (compiled once: not kept after)
+        return lowered.compile(self._later_options)
+
+    def _executable(self):
+        later = self._later
+        if later is not None and later.done() and later.exception() is None:
+            return later.result()
+        if later is None:
+            number = _QUERY.get()
+            start = None
+            with _LOCK:
+                self._calls += 1
+                # (outside any query each call is its own: the second is a later one)
+                again = self._calls > 1 if number is None else number != self._query
+                if again and self._later is None:
+                    start = self._later = concurrent.futures.Future()
+            if start is not None:
+                _start_later(start, self._compile_later)
+        return self._first.result()
+
+    def __call__(self, *args):
+        try:
+            executable = self._executable()
+        except Exception:  # its compilation failed: the jitted function compiles it again
+            return self._fallback(*args)
+        try:
+            return executable(*args)
+        except (TypeError, ValueError):  # arguments other than those it was compiled for
+            return self._fallback(*args)
 
 
 def stored(
