@@ -3,6 +3,7 @@
 Usage:
     python benchmarks/startup.py [--repeat 1] [--markdown PATH] [--attack-risk]
                                  [--case shared --case per_round --case readme]
+    python benchmarks/startup.py --library [--repeat 2]
 
 Each case runs the command line in a new Python process twice with the same, initially
 empty, compilation cache (``GLRT_JAX_CACHE`` set to a temporary folder): *cold* (the
@@ -28,6 +29,13 @@ Times are top-level programs only (a program jitted inside another is part of it
 With ``--repeat N`` each case is run N times (each with a fresh cache) and the fastest
 cold and warm runs are reported. ``--markdown PATH`` writes the table to a file for the
 documentation.
+
+``--library`` times the library instead of the command line, as a script uses it (no
+cache): the README's report (``accountant.epsilon``, NPO and GLRT with d = 10), P1 and
+``calibrate.calibrate`` of the README, each in fresh processes with the programs' tiers
+on and off (``$GLRT_JAX_TIERED``, alternating): the first call, the second query (which
+starts the compilations for speed), how long they take to settle, and the steady warm
+call (best of five).
 """
 
 from __future__ import annotations
@@ -94,6 +102,69 @@ sys.stdout.flush()
 print("@@startup " + json.dumps({"import": t1 - t0, "command": t2 - t1, "rc": rc}),
       file=sys.stderr)
 """
+
+# Library cases (``--library``): the code of one query, run in a child process.
+LIBRARY = {
+    "report": "accountant.epsilon(1e-5, noise_multiplier=1.0, sampling_rate=0.01, "
+    "steps=1000, d=10)",
+    "P1": "accountant.epsilon(1e-6, noise_multiplier=0.7, sampling_rate=5e-4, steps=200000)",
+    "calibrate": "calibrate.calibrate(1.0, 1e-5, steps=1000, sampling_rate=0.01, d=10)",
+}
+
+_LIBRARY_CHILD = """
+import json, sys, time
+import jax
+jax.config.update("jax_enable_x64", True)
+from glrt_jax import accountant, calibrate
+from glrt_jax._src import programs
+ask = lambda: {query}
+t0 = time.perf_counter(); ask(); t1 = time.perf_counter(); ask(); t2 = time.perf_counter()
+programs.settle(); t3 = time.perf_counter()
+warm = []
+for _ in range(5):
+    t = time.perf_counter(); ask(); warm.append(time.perf_counter() - t)
+print("@@library " + json.dumps(dict(first=t1 - t0, second=t2 - t1, settle=t3 - t2,
+                                    warm=min(warm))))
+"""
+
+
+def library_once(query: str, tiered: bool) -> dict:
+    """One fresh process asking ``query`` (first call, second, settle, warm)."""
+    env = dict(os.environ, GLRT_JAX_TIERED="1" if tiered else "0")
+    proc = subprocess.run(
+        [sys.executable, "-c", _LIBRARY_CHILD.format(query=query)],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    marker = [ln for ln in proc.stdout.splitlines() if ln.startswith("@@library ")]
+    if proc.returncode != 0 or not marker:
+        raise RuntimeError(f"{query} failed:\n{proc.stderr[-3000:]}")
+    return json.loads(marker[-1][len("@@library ") :])
+
+
+def library_table(repeat: int) -> str:
+    """Markdown table of the library cases, tiers on and off in alternating processes."""
+    lines = [
+        "| case | tiers | first call s | second query s | settled after s | warm ms |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, query in LIBRARY.items():
+        runs = {True: [], False: []}
+        for _ in range(repeat):
+            for tiered in (True, False):
+                runs[tiered].append(library_once(query, tiered))
+        for tiered in (True, False):
+            best = min(runs[tiered], key=lambda r: r["first"])
+            warm = min(r["warm"] for r in runs[tiered])
+            lines.append(
+                f"| {name} | {'on' if tiered else 'off'} | "
+                + " | ".join(f"{best[k]:.2f}" for k in ("first", "second", "settle"))
+                + f" | {warm * 1e3:.1f} |"
+            )
+        print(lines[-2], lines[-1], sep="\n", flush=True)
+    return "\n".join(lines)
+
 
 _TRACE = re.compile(r"Finished tracing \S+ for jit in ([0-9.eE+-]+) sec")
 _LOWER = re.compile(r"Finished jaxpr to MLIR module conversion \S+ in ([0-9.eE+-]+) sec")
@@ -188,7 +259,20 @@ def main(argv=None):
         action="store_true",
         help="also the attack-risk rows (report --fpr: TPR at 1e-3, 1e-2, 1e-1 and advantage)",
     )
+    ap.add_argument("--library", action="store_true", help="time the library's first calls instead")
     args = ap.parse_args(argv)
+    if args.library:
+        text = (
+            f"{library_table(args.repeat)}\n\nEach row: the fastest first call of "
+            f"{args.repeat} fresh processes (no cache), the best warm call of any. "
+            f"Machine: {machine()}.\n"
+        )
+        print()
+        print(text)
+        if args.markdown:
+            with open(args.markdown, "w") as f:
+                f.write(text)
+        return
     results = {}
     for case in args.case or list(CASES):
         cmd = CASES[case] + (["--fpr"] if args.attack_risk else [])
