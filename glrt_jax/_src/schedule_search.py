@@ -78,7 +78,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from glrt_jax._src import composition
+from glrt_jax._src import composition, programs
 from glrt_jax._src.composition import validate_sizes
 from glrt_jax._src.shapes import pad_phases
 from glrt_jax._src.validation import (
@@ -392,6 +392,7 @@ def _validate(target_epsilon, delta, steps, sampling_rate, d, adversary, kw):
 # ---------------------------------------------------------------------------
 
 
+@programs.query
 def optimize_noise_multipliers(
     target_epsilon,
     delta,
