@@ -109,31 +109,30 @@ def set_store(folder: str | os.PathLike | None) -> None:
 def enable_cache(folder: str | os.PathLike | None = None) -> Path | None:
     """Keep compiled programs on disk, so that later processes answer in about a second.
 
-        Sets JAX's persistent compilation cache (XLA's executables, every one kept however
-        fast it compiled) to ``folder`` and this package's store of exported programs (which
-        spares a later process the tracing) to ``folder/programs``. The command line calls
-        it on start; a script or notebook that asks the accountant eagerly can call it once,
-        before its first query. Calls under ``jit`` are unaffected (the caller's program is
-        traced and cached as a whole).
+    Sets JAX's persistent compilation cache (XLA's executables, every one kept however
+    fast it compiled) to ``folder`` and this package's store of exported programs (which
+    spares a later process the tracing) to ``folder/programs``. The command line calls
+    it on start; a script or notebook that asks the accountant eagerly can call it once,
+    before its first query. Calls under ``jit`` are unaffected (the caller's program is
+    traced and cached as a whole).
 
-        Args:
-          folder: where to keep them. ``None``: ``$GLRT_JAX_CACHE`` if set (an empty value
-            turns the cache off and returns ``None``), else ``~/.cache/glrt-jax``.
+    Args:
+      folder: where to keep them. ``None``: ``$GLRT_JAX_CACHE`` if set (an empty value
+        turns the cache off and returns ``None``), else ``~/.cache/glrt-jax``.
 
-        Returns:
-          The folder used, or ``None`` when the cache is off.
+    Returns:
+      The folder used, or ``None`` when the cache is off.
 
-        Example:
-          A script calls ``glrt_jax.enable_cache()`` once at its start. An empty
-          ``$GLRT_JAX_CACHE`` turns the cache off:
+    Example:
+      A script calls ``glrt_jax.enable_cache()`` once at its start. An empty
+      ``$GLRT_JAX_CACHE`` turns the cache off:
 
-          >>> import os
-    import queue
-          >>> from unittest import mock
-          >>> import glrt_jax
-          >>> with mock.patch.dict(os.environ, {"GLRT_JAX_CACHE": ""}):
-          ...     print(glrt_jax.enable_cache())
-          None
+      >>> import os
+      >>> from unittest import mock
+      >>> import glrt_jax
+      >>> with mock.patch.dict(os.environ, {"GLRT_JAX_CACHE": ""}):
+      ...     print(glrt_jax.enable_cache())
+      None
     """
     if folder is None:
         folder = os.environ.get(
