@@ -356,7 +356,7 @@ def test_a_program_is_compiled_for_speed_when_a_later_query_uses_it(tiered):
     later query does, in the background, and once it is done the calls run it."""
     quick = programs._checked(tuple(sorted(programs.QUICK_COMPILE.items())))
     small = programs._checked(tuple(sorted(programs.SMALL_PROGRAMS.items())))
-    assert programs._tiers(small) == (quick, small)
+    assert programs._tiers(small, 100) == (quick, small)
 
     @programs.query
     def one_query(x):
@@ -379,18 +379,25 @@ def test_a_program_is_compiled_for_speed_when_a_later_query_uses_it(tiered):
     assert call._later is not None
 
 
-def test_tiers_are_off_where_asked(tiered, monkeypatch):
-    """No tiers under quick_compile (compiled for latency only), xla_defaults, for large
-    programs, or with GLRT_JAX_TIERED=0."""
+def test_tiers_by_program_size_and_where_they_are_off(tiered, monkeypatch):
+    """Small programs compile first for latency, large ones (XLA's defaults) first without
+    the fusion emitters up to programs._TIER_MAX, the largest not tiered; no tiers under
+    quick_compile (compiled for latency only), xla_defaults, or with GLRT_JAX_TIERED=0."""
+    quick = programs._checked(tuple(sorted(programs.QUICK_COMPILE.items())))
     small = programs._checked(tuple(sorted(programs.SMALL_PROGRAMS.items())))
+    large = programs._SMALL_MAX + 1
+    assert programs._tiers(programs._options_for(100), 100) == (quick, small)
+    assert programs._tiers(programs._options_for(large), large) == (small, None)
+    assert programs._tiers(None, programs._TIER_MAX + 1) is None
     with programs.quick_compile():
-        assert programs._tiers(programs._options_for(100)) is None
+        assert programs._tiers(programs._options_for(100), 100) is None
+        assert programs._tiers(programs._options_for(large), large) is None
     with programs.xla_defaults():
-        assert programs._tiers(programs._options_for(100)) is None
-    assert programs._tiers(programs._options_for(programs._SMALL_MAX + 1)) is None
-    assert programs._tiers(small) is not None
+        assert programs._tiers(programs._options_for(100), 100) is None
+        assert programs._tiers(programs._options_for(large), large) is None
     monkeypatch.setenv("GLRT_JAX_TIERED", "0")
-    assert programs._tiers(small) is None
+    assert programs._tiers(small, 100) is None
+    assert programs._tiers(None, large) is None
     _twice(np.float64(1.0))
     assert not any(isinstance(f.result()[0], programs._Tiered) for f in _twice._loaded.values())
 

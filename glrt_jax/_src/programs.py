@@ -379,12 +379,15 @@ class _Stored:
         leaves, tree = jax.tree_util.tree_flatten(args)
         return self._key(leaves, tree, args, static) in self._loaded
 
+    def _program_size(self, args, static) -> int:
+        """The program's size (its ``size`` function's, else the numbers in its inputs)."""
+        if self._size is not None:
+            return self._size(*args, **static)
+        return sum(int(np.prod(np.shape(x))) for x in jax.tree_util.tree_leaves(args))
+
     def _key(self, leaves, tree, args, static) -> tuple:
         """(key, options): what identifies the program of an eager call."""
-        if self._size is not None:
-            size = self._size(*args, **static)
-        else:
-            size = sum(int(np.prod(np.shape(x))) for x in leaves)
+        size = self._program_size(args, static)
         key = (
             self._name,
             tuple(sorted(static.items())),
@@ -399,7 +402,7 @@ class _Stored:
         """(call, output shapes): exported (or traced) and, ahead, lowered. Without the
         store the shapes are known ahead only (an eager call does not trace it twice).
         Tiered programs (:func:`_tiers`) are lowered once and compiled for latency first."""
-        tiers = _tiers(options)
+        tiers = _tiers(options, self._program_size(args, static))
         if _STORE is not None:
             try:
                 exp = self._exported(key, args, static)
@@ -487,17 +490,27 @@ class _Compiling:
             return self._call(*args)
 
 
-def _tiers(options: tuple | None) -> tuple[tuple, tuple] | None:
-    """``(first, later)`` compiler options of a tiered program whose options are
-    ``options``, or None: programs compiled with :data:`SMALL_PROGRAMS` (small eager
-    programs on a CPU) are tiered, unless :func:`quick_compile` or :func:`xla_defaults`
-    says otherwise or ``$GLRT_JAX_TIERED`` is ``0``."""
-    if options is None or _QUICK.get() or _DEFAULTS.get():
+# Large programs (XLA's defaults) are tiered up to this size: beyond it the first tier's
+# run (20–45 % slower) and the compilation for speed, which shares the cores with it, cost
+# the next call more than the first call gains (K = 10⁴ phases, 2-core CPU: GLRT d = 10
+# first call 15.1 → 12.3 s but the second 5.6 → 16.5 s; NPO 9.5 → 9.2 s, 4.3 → 9.9 s).
+_TIER_MAX = 1 << 21
+
+
+def _tiers(options: tuple | None, size: int) -> tuple[tuple, tuple | None] | None:
+    """``(first, later)`` compiler options (later ``None``: XLA's defaults) of a tiered
+    program of ``size`` whose options are ``options``, or None: on a CPU, small programs
+    (:data:`SMALL_PROGRAMS`) compile first with :data:`QUICK_COMPILE`, and large ones up
+    to :data:`_TIER_MAX` (XLA's defaults) first with :data:`SMALL_PROGRAMS`; not under
+    :func:`quick_compile` or :func:`xla_defaults`, nor where ``$GLRT_JAX_TIERED`` is
+    ``0``."""
+    if _QUICK.get() or _DEFAULTS.get() or os.environ.get("GLRT_JAX_TIERED", "1") == "0":
         return None
-    if os.environ.get("GLRT_JAX_TIERED", "1") == "0":
+    if options is None and size > _TIER_MAX:
         return None
-    quick = _checked(tuple(sorted(QUICK_COMPILE.items())))
-    return None if quick is None or quick == options else (quick, options)
+    first = QUICK_COMPILE if options is not None else SMALL_PROGRAMS
+    first = _checked(tuple(sorted(first.items())))  # (None off the CPU)
+    return None if first is None or first == options else (first, options)
 
 
 # The query an eager call belongs to (see query); None outside any.
@@ -600,7 +613,7 @@ class _Tiered:
     def __init__(self, fallback: Callable, lowered: jax.stages.Lowered, tiers, background):
         self._fallback = fallback  # the jitted function with the first options
         self._lowered = lowered
-        self._later_options = dict(tiers[1])
+        self._later_options = None if tiers[1] is None else dict(tiers[1])
         self._query = _QUERY.get()  # the query that compiles it (None: outside any)
         self._calls = 0
         self._later: concurrent.futures.Future | None = None
