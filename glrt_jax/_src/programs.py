@@ -598,13 +598,14 @@ def settle() -> None:
 
 
 class _Tiered:
-    """A small eager program compiled twice: for latency now, for speed when used again.
+    """An eager program compiled twice: for latency now, for speed when used again.
 
-    The first compilation takes :data:`QUICK_COMPILE` (LLVM's optimisation off: 3–4×
-    faster to compile, 2–3× slower to run); a call from a later query (:func:`query`)
-    than the one that compiled it starts the compilation with the program's own options
-    (:data:`SMALL_PROGRAMS`) in a background thread, from the same lowered module, and
-    the calls after it is done run that one. A process that asks once pays only the
+    The first compilation takes the first options of :func:`_tiers` (a small program
+    :data:`QUICK_COMPILE`, LLVM's optimisation off: 3–4× faster to compile, 2–3× slower
+    to run; a large one :data:`SMALL_PROGRAMS`); a call from a later query
+    (:func:`query`) than the one that compiled it starts the compilation with the
+    program's own options in a background thread, from the same lowered module, and the
+    calls after it is done run that one. A process that asks once pays only the
     quick compilation; one that keeps asking (a training loop, a sweep) gets the fast
     program a few seconds after its second query. Both are the same operations: the
     answers agree to rounding (each certified by its own error terms).
