@@ -3,7 +3,7 @@
 Usage:
     python benchmarks/startup.py [--repeat 1] [--markdown PATH] [--attack-risk]
                                  [--case shared --case per_round --case readme]
-    python benchmarks/startup.py --library [--repeat 2]
+    python benchmarks/startup.py --library [--phases] [--repeat 2]
 
 Each case runs the command line in a new Python process twice with the same, initially
 empty, compilation cache (``GLRT_JAX_CACHE`` set to a temporary folder): *cold* (the
@@ -35,7 +35,8 @@ cache): the README's report (``accountant.epsilon``, NPO and GLRT with d = 10), 
 ``calibrate.calibrate`` of the README, each in fresh processes with the programs' tiers
 on and off (``$GLRT_JAX_TIERED``, alternating): the first call, the second query (which
 starts the compilations for speed), how long they take to settle, and the steady warm
-call (best of five).
+call (best of five); ``--phases`` adds the tables' K-phase schedules (K = 100 and 1000,
+NPO and GLRT with d = 10).
 """
 
 from __future__ import annotations
@@ -110,6 +111,13 @@ LIBRARY = {
     "P1": "accountant.epsilon(1e-6, noise_multiplier=0.7, sampling_rate=5e-4, steps=200000)",
     "calibrate": "calibrate.calibrate(1.0, 1e-5, steps=1000, sampling_rate=0.01, d=10)",
 }
+# ... and with ``--phases``: the tables' K-phase schedules (``schedule(K)``, as in device.py).
+LIBRARY_PHASES = {
+    "K = 100, NPO": "accountant.schedule_epsilon(*schedule(100), 1e-5)",
+    "K = 1000, NPO": "accountant.schedule_epsilon(*schedule(1000), 1e-5)",
+    "K = 1000, GLRT d = 10": "accountant.schedule_epsilon(*schedule(1000), 1e-5, "
+    "adversary='glrt', d=10)",
+}
 
 _LIBRARY_CHILD = """
 import json, sys, time
@@ -117,7 +125,13 @@ import jax
 jax.config.update("jax_enable_x64", True)
 from glrt_jax import accountant, calibrate
 from glrt_jax._src import programs
-ask = lambda: {query}
+import numpy as np
+
+def schedule(k):
+    rng = np.random.default_rng(0)
+    return rng.uniform(0.8, 1.5, k), rng.uniform(0.005, 0.02, k), np.full(k, 10)
+
+ask = lambda: jax.block_until_ready({query})
 t0 = time.perf_counter(); ask(); t1 = time.perf_counter(); ask(); t2 = time.perf_counter()
 programs.settle(); t3 = time.perf_counter()
 warm = []
@@ -143,13 +157,13 @@ def library_once(query: str, tiered: bool) -> dict:
     return json.loads(marker[-1][len("@@library ") :])
 
 
-def library_table(repeat: int) -> str:
-    """Markdown table of the library cases, tiers on and off in alternating processes."""
+def library_table(repeat: int, cases: dict) -> str:
+    """Markdown table of the library ``cases``, tiers on and off in alternating processes."""
     lines = [
         "| case | tiers | first call s | second query s | settled after s | warm ms |",
         "|---|---|---|---|---|---|",
     ]
-    for name, query in LIBRARY.items():
+    for name, query in cases.items():
         runs = {True: [], False: []}
         for _ in range(repeat):
             for tiered in (True, False):
@@ -260,10 +274,12 @@ def main(argv=None):
         help="also the attack-risk rows (report --fpr: TPR at 1e-3, 1e-2, 1e-1 and advantage)",
     )
     ap.add_argument("--library", action="store_true", help="time the library's first calls instead")
+    ap.add_argument("--phases", action="store_true", help="with --library: the K-phase rows too")
     args = ap.parse_args(argv)
     if args.library:
+        cases = LIBRARY | (LIBRARY_PHASES if args.phases else {})
         text = (
-            f"{library_table(args.repeat)}\n\nEach row: the fastest first call of "
+            f"{library_table(args.repeat, cases)}\n\nEach row: the fastest first call of "
             f"{args.repeat} fresh processes (no cache), the best warm call of any. "
             f"Machine: {machine()}.\n"
         )
