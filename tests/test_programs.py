@@ -1,5 +1,6 @@
 """The store of exported engine programs (glrt_jax.enable_cache): a later process loads
-them instead of tracing, and gets the same answers."""
+them instead of tracing, and gets the same answers; and the programs' tiers (compiled
+for latency first, for speed when a later query uses them)."""
 
 import concurrent.futures
 import contextlib
@@ -330,6 +331,12 @@ def _twice(x):
     return 2.0 * x + 1.0
 
 
+# The same program, said to be large (XLA's defaults; tiered below programs._TIER_MAX).
+@programs.stored(size=lambda x: programs._SMALL_MAX + 1)
+def _twice_large(x):
+    return 2.0 * x + 1.0
+
+
 @pytest.fixture
 def tiered(monkeypatch):
     """Tiered compilation on (the quick suite turns it off, conftest.py); CPU only (the
@@ -371,12 +378,18 @@ def test_a_program_is_compiled_for_speed_when_a_later_query_uses_it(tiered):
     assert call._executable() is call._later.result()
     assert float(_twice(np.float64(4.0))) == 9.0
     # Outside any query each call is its own: the second starts the compilation for speed.
+    # (A large program's tiers: without the fusion emitters, then XLA's defaults.)
     programs.forget()
-    _twice(np.float64(1.0))
-    (call,) = _tiers_of(_twice)
-    assert call._later is None
-    _twice(np.float64(1.0))
-    assert call._later is not None
+    for fn in (_twice, _twice_large):
+        fn(np.float64(1.0))
+        (call,) = _tiers_of(fn)
+        assert call._later is None
+        fn(np.float64(1.0))
+        assert call._later is not None
+    programs.settle()
+    (call,) = _tiers_of(_twice_large)
+    assert call._later_options is None and call._executable() is call._later.result()
+    assert float(_twice_large(np.float64(4.0))) == 9.0
 
 
 def test_tiers_by_program_size_and_where_they_are_off(tiered, monkeypatch):
