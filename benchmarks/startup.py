@@ -283,22 +283,17 @@ def main(argv=None):
             f"{args.repeat} fresh processes (no cache), the best warm call of any. "
             f"Machine: {machine()}.\n"
         )
-        print()
-        print(text)
-        if args.markdown:
-            with open(args.markdown, "w") as f:
-                f.write(text)
-        return
-    results = {}
-    for case in args.case or list(CASES):
-        cmd = CASES[case] + (["--fpr"] if args.attack_risk else [])
-        results[case] = run_case(cmd, args.repeat)
-        print(f"{case}: glrt-jax {' '.join(cmd)}", flush=True)
-    text = (
-        f"{table(results)}\n\n"
-        "cold: empty compilation cache; warm: a second process with the same cache. "
-        f"Machine: {machine()}.\n"
-    )
+    else:
+        results = {}
+        for case in args.case or list(CASES):
+            cmd = CASES[case] + (["--fpr"] if args.attack_risk else [])
+            results[case] = run_case(cmd, args.repeat)
+            print(f"{case}: glrt-jax {' '.join(cmd)}", flush=True)
+        text = (
+            f"{table(results)}\n\n"
+            "cold: empty compilation cache; warm: a second process with the same cache. "
+            f"Machine: {machine()}.\n"
+        )
     print()
     print(text)
     if args.markdown:
