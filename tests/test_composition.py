@@ -779,8 +779,12 @@ def test_a_pass_over_both_directions_composes_them_apart(monkeypatch, sigma, q, 
     program (the direction is data): its bounds equal those of one program over both
     directions to 1e-12, with each direction's upper bound as tight or tighter. Both take each
     direction's lower bound (the answer's is the largest): at δ = 1e-15 the direction
-    with the larger upper bound (its Chernoff cap, 2.017) has none above 0, the other one
-    1.16, which one program over both directions once left out ([0, 2.017])."""
+    with the larger upper bound (once its Chernoff cap, 2.017) has none as high as the
+    other one's, 1.16, which one program over both directions once left out ([0, 2.017]).
+    There the deciding direction is not resolved at these sizes (its bracket is 11 %
+    wide) and its upper bound on δ is not smooth in ε near the root: the two searches,
+    which run different numbers of passes (one program's run until both directions are
+    done), stop at points of it 7.7e-6 apart (relative), both on the safe side."""
     sig, qq, nn = pad_phases(np.array([sigma]), np.array([q]), np.array([n]), np)
     static = dict(adversary="npo", d=1, neighbouring="add_remove", query="epsilon")
     p = _plan(sigma, q, n, delta)
@@ -801,7 +805,11 @@ def test_a_pass_over_both_directions_composes_them_apart(monkeypatch, sigma, q, 
     whole, whole_diag = composition._one_pass(
         *args, loss, values, None, None, B=512, J=4096, query="epsilon"
     )
-    assert_same_query(np.asarray(apart), np.asarray(whole), rtol=1e-12)
+    if delta > 1e-10:
+        assert_same_query(np.asarray(apart), np.asarray(whole), rtol=1e-12)
+    else:
+        assert_same_query(np.asarray(apart.lower), np.asarray(whole.lower), rtol=1e-12)
+        np.testing.assert_allclose(np.asarray(apart), np.asarray(whole), rtol=1e-4)
     # (one program stops the search of a direction that cannot decide once it passes
     # below the other's bracket; apart, each is searched to the end)
     assert np.all(diag["ups"] <= np.asarray(whole_diag["ups"]) * (1 + between_calls(1e-12)))
@@ -1114,6 +1122,18 @@ def test_replan_damps_at_the_chernoff_optimum_of_the_estimate(sigma, q, delta):
     truth = one_round_epsilon(sigma, q, delta)
     b = accountant.schedule_epsilon(sigma, q, 1, delta)
     assert float(b.lower) <= truth <= float(b.upper) <= (1 + 1e-3) * truth
+
+
+def test_damping_out_of_reach_of_the_nodes_is_not_chosen():
+    """σ = 0.9, q = 1e-6, N = 10⁶, δ = 1e-9 (about one sampled round: a heavy right tail).
+    No damping keeps the trapezoid's scale within e^{12} of δ, and the one with the
+    smallest scale (a = 1333, e^{14.3}) needs a period of 760, some 10⁷ nodes: the plan
+    took it, and 2¹⁸ nodes left the bracket [0.0070, 0.0120] (the upper bound the Chernoff
+    cap). Of the dampings within reach of the nodes the one with the smallest scale
+    (a = 1000, e^{14.6}, a period of 0.088) proves the tolerance: its bracket, certified at
+    both ends, is within 1e-3 of the truth."""
+    b = accountant.schedule_epsilon(0.9, 1e-6, 10**6, 1e-9)
+    assert 0.0 < float(b.lower) <= float(b.upper) <= (1 + 1e-3) * float(b.lower), b
 
 
 def test_delta_far_below_small_delta_is_answered_to_an_absolute_accuracy(monkeypatch):

@@ -534,7 +534,7 @@ _TAU_CAP_MIN = 1.0 / 256.0
 # the floor's programs. A re-plan (a need past the floor: few rounds at small q) chooses
 # from all sizes, where the coarse ladder would cost up to 4× the work.
 POINTS = (128, 256, 512, 1024, 2048, 4096, 8192, 16384)
-NODES = (256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072, 262144)
+NODES = tuple(1 << k for k in range(8, planning.MAX_NODES.bit_length()))  # 256 … 2¹⁸
 FINE_SIZES_FROM = 64
 COARSE_FLOOR = (512, 4096)
 
@@ -551,7 +551,7 @@ QUICK_BOUNDS_FROM = FINE_SIZES_FROM
 # nodes), so such schedules take FEW_PHASES_MARGIN times the points the tolerance asks for
 # (the discretisation's share of the error falls as 1/B²; on the composition page's cases
 # the upper bound comes 3–5× closer to ε).
-FEW_PHASES, FEW_PHASES_MARGIN = 8, 4.0
+FEW_PHASES, FEW_PHASES_MARGIN = planning.FEW_PHASES, 4.0
 # ... and at least one grid point per FEW_PHASES_NODES_PER_POINT nodes (the points cost
 # little next to the nodes): at the floor's 4096 nodes, 2048 points (the coarse ladder's
 # size above 1024) settle in one pass what 512 left to a re-plan of 2¹⁸ nodes (σ = 0.92,
@@ -564,7 +564,7 @@ FEW_PHASES_NODES_PER_POINT = 4
 # σ, e.g. σ = 0.5, q = 1e-5, N = 10: ε ≈ 4.4e-4) needs a smoothing width below ε/6, and
 # 2¹⁸ nodes bring such a bound from 3 % to 0.2 % above ε in 0.6 s; for many distinct
 # phases they would cost each phase four times the work and memory of 2¹⁶.
-MANY_PHASES_MAX_NODES = 65536
+MANY_PHASES_MAX_NODES = planning.MANY_PHASES_MAX_NODES  # 2¹⁶
 # (points, nodes) under jit, where tol cannot choose them.
 JIT_SIZES = (512, 4096)
 

@@ -53,6 +53,16 @@ _TRUNC_EXP = 30.0
 _TRUNC_MIN = 10.0
 # Largest log of (trapezoid scale M(a) e^{−aε}) / δ the damping may bring.
 _LOG_SCALE_MAX = 12.0
+# The most nodes a pass takes (glrt_jax._src.composition.NODES end there), and past
+# FEW_PHASES (padded) phases MANY_PHASES_MAX_NODES (see composition).
+MAX_NODES = 1 << 18
+MANY_PHASES_MAX_NODES = 1 << 16
+FEW_PHASES = 8
+# A damping whose nodes (at the widest smoothing the tolerance allows) exceed the most a
+# pass takes by more than this factor is out of reach: at the most nodes its smoothing,
+# and with it the smoothing's share of the error, is wider by the square of that factor,
+# 64 times the planned share of the tolerance.
+_REACH = 8.0
 # Share of the tolerance given to the smoothing.
 _TAU_SHARE = 0.35
 # δ below which a δ query's accuracy is absolute, ``tol·SMALL_DELTA`` (no guarantee uses a
@@ -279,6 +289,21 @@ def measure_phases(loss, values, mu, q, n, log_m, thin):
     return tuple(v.reshape((kk,) + v.shape[2:]) for v in out)
 
 
+def _log_trunc(log_scale, tol):
+    """The plan's ``log_trunc`` at a damping whose trapezoid scale is ``e^{log_scale}·δ``;
+    an unknown scale keeps the former fixed X = _TRUNC_EXP (inf clips to it in both uses)."""
+    log_trunc = log_scale + 8.0 - jnp.log(tol)
+    return jnp.where(jnp.isfinite(log_trunc), log_trunc, jnp.inf)
+
+
+def _nodes_for(log_scale, tau, W, tol):
+    """Nodes the trapezoid rule needs at a damping of scale ``e^{log_scale}·δ``, smoothing
+    ``τ`` and period ``W``: sized with X = log_trunc, at least the X that
+    :func:`smoothing_width` then takes."""
+    x = jnp.clip(_log_trunc(log_scale, tol), _TRUNC_MIN, _TRUNC_EXP)
+    return jnp.sqrt(2.0 * x) / tau * W / (2.0 * math.pi)
+
+
 def plan(
     loss,
     values,
@@ -418,8 +443,9 @@ def plan(
     # tilt: a bounded loss's optimum, the add direction's there, lies beyond it), the
     # usable tilt with the smallest scale (the rounding errors are relative to it).
     it_usable = jnp.take_along_axis(usable, it[:, None], axis=-1)[:, 0]
+    any_usable = jnp.any(usable, axis=-1)
     smallest = jnp.argmin(jnp.where(usable, log_scale, jnp.inf), axis=-1)
-    fallback = jnp.where(it_usable | ~jnp.any(usable, axis=-1), it, smallest)
+    fallback = jnp.where(it_usable | ~any_usable, it, smallest)
     if query == "epsilon":
         # A re-plan knows ε (its hint is half the first answer's estimate): the usable tilt
         # with the smallest scale there, the Chernoff optimum *at that ε*. The optimum over
@@ -429,8 +455,24 @@ def plan(
         # 0.9 % above ε; a = 42 brings it within 1.5e-5.
         scale_est = lam_tot - ts[None, :] * (2.0 * hint) - log_delta_ref[:, None]
         at_est = jnp.argmin(jnp.where(usable, scale_est, jnp.inf), axis=-1)
-        known = jnp.isfinite(hint) & jnp.any(usable, axis=-1)
+        known = jnp.isfinite(hint) & any_usable
         fallback = jnp.where(known, at_est, fallback)
+        fallback_scale = jnp.where(known[:, None], scale_est, log_scale)
+    else:
+        fallback_scale = log_scale
+    # ... unless that damping is out of reach of the nodes (_REACH): then, of the usable
+    # ones within reach, the one with the smallest scale (none such: the fallback). The
+    # fallback's scale can be a fraction smaller at a period thousands of times longer (a
+    # heavy right tail, few sampled rounds: σ = 0.9, q = 1e-6, N = 10⁶, δ = 1e-9, where
+    # a = 1333 has the scale e^{14.3} and the period 760, a = 1000 e^{14.6} and 0.088: the
+    # former's bracket was [0.0070, 0.0120] at 2¹⁸ nodes, the latter's is
+    # [0.0070990, 0.0071002] at 4096).
+    most = MAX_NODES if mu.shape[0] <= FEW_PHASES else MANY_PHASES_MAX_NODES
+    in_reach = _nodes_for(log_scale, jnp.minimum(tau_cap, tau_c), w_cand, tol) <= _REACH * most
+    reachable = usable & in_reach
+    closest = jnp.argmin(jnp.where(reachable, fallback_scale, jnp.inf), axis=-1)
+    fb_in_reach = jnp.take_along_axis(in_reach, fallback[:, None], axis=-1)[:, 0]
+    fallback = jnp.where(fb_in_reach | ~jnp.any(reachable, axis=-1), fallback, closest)
     ia = jnp.where(jnp.any(ok, axis=-1), jnp.argmin(cost, axis=-1), fallback)
     a = ts[ia]
     # The b of the chosen a's bound from above (the next tilt up where none is finite).
@@ -441,9 +483,7 @@ def plan(
     tau_tol = jnp.minimum(tau_cap, jnp.take_along_axis(tau_c, ia[:, None], axis=-1)[:, 0])
     # The truncation's budget from the scale at the chosen damping (see _TRUNC_EXP).
     scale_a = jnp.take_along_axis(log_scale, ia[:, None], axis=-1)[:, 0]
-    log_trunc = scale_a + 8.0 - jnp.log(tol)
-    # An unknown scale keeps the former fixed X = _TRUNC_EXP (inf clips to it in both uses).
-    log_trunc = jnp.where(jnp.isfinite(log_trunc), log_trunc, jnp.inf)
+    log_trunc = _log_trunc(scale_a, tol)
 
     s_a = composed_sd(a)
 
@@ -455,9 +495,7 @@ def plan(
 
     v_b = _phase_sum(share_cubed, nf, xp, pp) / (0.81 * 4.0)
     b_need = jnp.sqrt(v_b * (1.0 + a) / (2.0 * 0.3 * tol_d * eps_ref))
-    # (sized with X = log_trunc, at least the X that smoothing_width then takes)
-    x_need = jnp.clip(log_trunc, _TRUNC_MIN, _TRUNC_EXP)
-    j_need = jnp.sqrt(2.0 * x_need) / tau_tol * W / (2.0 * math.pi)
+    j_need = _nodes_for(scale_a, tau_tol, W, tol)
     # Only the directions that can decide the answer ask for accuracy; the others are
     # computed at whatever sizes (their bounds stay valid, and far below).
     if query == "epsilon":
