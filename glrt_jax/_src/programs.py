@@ -221,11 +221,14 @@ def side_by_side(*fns: Callable[[], object]) -> list:
     XLA releases Python's lock while it runs a program, and the CPU backend runs a
     program's scan on about one core, so programs called this way run side by side on
     the cores (the composition engine's plan and phase sums of a large schedule, in two
-    halves). An error in any ``fn`` is raised here. Tracers must not be among the calls'
-    inputs: they belong to this thread's transformation.
+    halves). Each call's outputs are waited for in its thread: returned as dispatched (not
+    yet computed), the halves sometimes ran one after the other (K = 10⁴ distinct phases,
+    GLRT d = 10, 2-core CPU: 4 of 9 warm calls took 6.1–8.5 s instead of 5.4 s; waited for,
+    none of 21). An error in any ``fn`` is raised here. Tracers must not be among the
+    calls' inputs: they belong to this thread's transformation.
     """
     pool = _pool("side", 2)
-    futures = [pool.submit(_in_context(fn)) for fn in fns]
+    futures = [pool.submit(_in_context(lambda fn=fn: jax.block_until_ready(fn()))) for fn in fns]
     return [f.result() for f in futures]
 
 
