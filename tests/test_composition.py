@@ -1132,11 +1132,16 @@ def test_damping_out_of_reach_of_the_nodes_is_not_chosen():
     cap). Of the dampings within reach of the nodes the one with the smallest scale
     (a = 1000, e^{14.6}, a period of 0.088) proves the tolerance: its bracket, certified at
     both ends, is within 1e-3 of the truth. A δ query of the same kind (σ = 0.9, q = 1e-3,
-    N = 10⁴, ε = 1.0862, δ ≈ 1e-9) got [9.923e-10, 1.0007e-9] (8.5e-3 wide)."""
-    b = accountant.schedule_epsilon(0.9, 1e-6, 10**6, 1e-9)
-    assert 0.0 < float(b.lower) <= float(b.upper) <= (1 + 1e-3) * float(b.lower), b
-    b = accountant.schedule_delta(0.9, 1e-3, 10**4, 1.0862)
-    assert 0.0 < float(b.lower) <= float(b.upper) <= (1 + 1e-3) * float(b.lower), b
+    N = 10⁴, ε = 1.0862, δ ≈ 1e-9) got [9.923e-10, 1.0007e-9] (8.5e-3 wide), and GLRT with
+    d = 10 at σ = 0.9, q = 1e-5, N = 10⁴, δ = 1e-12 got [0.00151, 0.00487]."""
+    queries = [
+        lambda: accountant.schedule_epsilon(0.9, 1e-6, 10**6, 1e-9),
+        lambda: accountant.schedule_delta(0.9, 1e-3, 10**4, 1.0862),
+        lambda: accountant.schedule_epsilon(0.9, 1e-5, 10**4, 1e-12, adversary="glrt", d=10),
+    ]
+    for query in queries:
+        b = query()
+        assert 0.0 < float(b.lower) <= float(b.upper) <= (1 + 1e-3) * float(b.lower), b
 
 
 def test_delta_far_below_small_delta_is_answered_to_an_absolute_accuracy(monkeypatch):
