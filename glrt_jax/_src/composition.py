@@ -559,12 +559,12 @@ FEW_PHASES, FEW_PHASES_MARGIN = planning.FEW_PHASES, 4.0
 # nodes (N = 10, q = 1e-3, δ = 1e-5, when it still re-planned: 16384), the upper bound
 # came from 1.3e-4 to 6.2e-5 above ε (17 → 20 ms).
 FEW_PHASES_NODES_PER_POINT = 4
-# Nodes past MANY_PHASES_MAX_NODES serve schedules of at most FEW_PHASES phases only: an ε
-# far below the loss's scale next to a near-atom of the composed loss (N·q ≪ 1 at small
-# σ, e.g. σ = 0.5, q = 1e-5, N = 10: ε ≈ 4.4e-4) needs a smoothing width below ε/6, and
-# 2¹⁸ nodes bring such a bound from 3 % to 0.2 % above ε in 0.6 s; for many distinct
-# phases they would cost each phase four times the work and memory of 2¹⁶.
-MANY_PHASES_MAX_NODES = planning.MANY_PHASES_MAX_NODES  # 2¹⁶
+# Nodes past planning.MANY_PHASES_MAX_NODES (2¹⁶) serve schedules of at most FEW_PHASES
+# phases only (planning.max_nodes): an ε far below the loss's scale next to a near-atom of
+# the composed loss (N·q ≪ 1 at small σ, e.g. σ = 0.5, q = 1e-5, N = 10: ε ≈ 4.4e-4) needs
+# a smoothing width below ε/6, and 2¹⁸ nodes bring such a bound from 3 % to 0.2 % above ε
+# in 0.6 s; for many distinct phases they would cost each phase four times the work and
+# memory of 2¹⁶.
 # (points, nodes) under jit, where tol cannot choose them.
 JIT_SIZES = (512, 4096)
 
@@ -593,10 +593,9 @@ def _sizes_for_needs(k, b_need, j_need, at_least=(0, 0), replan=False):
     fine = replan or k >= FINE_SIZES_FROM
     points = POINTS if fine else _ladder(POINTS, COARSE_FLOOR[0])
     nodes = NODES if fine else _ladder(NODES, COARSE_FLOOR[1])
+    nodes = tuple(j for j in nodes if j <= planning.max_nodes(k))
     if k <= FEW_PHASES:
         b_need = FEW_PHASES_MARGIN * b_need
-    else:
-        nodes = tuple(j for j in nodes if j <= MANY_PHASES_MAX_NODES)
     b_need, j_need = max(1.1 * b_need, at_least[0]), max(1.1 * j_need, at_least[1])
     j = next((s for s in nodes if s >= j_need), nodes[-1])
     if k <= FEW_PHASES:

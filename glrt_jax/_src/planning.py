@@ -54,7 +54,7 @@ _TRUNC_MIN = 10.0
 # Largest log of (trapezoid scale M(a) e^{−aε}) / δ the damping may bring.
 _LOG_SCALE_MAX = 12.0
 # The most nodes a pass takes (glrt_jax._src.composition.NODES end there), and past
-# FEW_PHASES (padded) phases MANY_PHASES_MAX_NODES (see composition).
+# FEW_PHASES (padded) phases MANY_PHASES_MAX_NODES (see composition; max_nodes).
 MAX_NODES = 1 << 18
 MANY_PHASES_MAX_NODES = 1 << 16
 FEW_PHASES = 8
@@ -289,6 +289,11 @@ def measure_phases(loss, values, mu, q, n, log_m, thin):
     return tuple(v.reshape((kk,) + v.shape[2:]) for v in out)
 
 
+def max_nodes(phases: int) -> int:
+    """The most nodes a pass over ``phases`` (padded) phases takes."""
+    return MAX_NODES if phases <= FEW_PHASES else MANY_PHASES_MAX_NODES
+
+
 def _log_trunc(log_scale, tol):
     """The plan's ``log_trunc`` at a damping whose trapezoid scale is ``e^{log_scale}·δ``;
     an unknown scale keeps the former fixed X = _TRUNC_EXP (inf clips to it in both uses)."""
@@ -446,6 +451,7 @@ def plan(
     any_usable = jnp.any(usable, axis=-1)
     smallest = jnp.argmin(jnp.where(usable, log_scale, jnp.inf), axis=-1)
     fallback = jnp.where(it_usable | ~any_usable, it, smallest)
+    fallback_scale = log_scale  # (the scales the fallback was chosen by)
     if query == "epsilon":
         # A re-plan knows ε (its hint is half the first answer's estimate): the usable tilt
         # with the smallest scale there, the Chernoff optimum *at that ε*. The optimum over
@@ -458,8 +464,6 @@ def plan(
         known = jnp.isfinite(hint) & any_usable
         fallback = jnp.where(known, at_est, fallback)
         fallback_scale = jnp.where(known[:, None], scale_est, log_scale)
-    else:
-        fallback_scale = log_scale
     # ... unless that damping is out of reach of the nodes (_REACH): then, of the usable
     # ones within reach, the one with the smallest scale (none such: the fallback). The
     # fallback's scale can be a fraction smaller at a period thousands of times longer (a
@@ -467,8 +471,8 @@ def plan(
     # a = 1333 has the scale e^{14.3} and the period 760, a = 1000 e^{14.6} and 0.088: the
     # former's bracket was [0.0070, 0.0120] at 2¹⁸ nodes, the latter's is
     # [0.0070990, 0.0071002] at 4096).
-    most = MAX_NODES if mu.shape[0] <= FEW_PHASES else MANY_PHASES_MAX_NODES
-    in_reach = _nodes_for(log_scale, jnp.minimum(tau_cap, tau_c), w_cand, tol) <= _REACH * most
+    most = _REACH * max_nodes(mu.shape[0])
+    in_reach = _nodes_for(log_scale, jnp.minimum(tau_cap, tau_c), w_cand, tol) <= most
     reachable = usable & in_reach
     closest = jnp.argmin(jnp.where(reachable, fallback_scale, jnp.inf), axis=-1)
     fb_in_reach = jnp.take_along_axis(in_reach, fallback[:, None], axis=-1)[:, 0]
