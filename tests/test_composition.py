@@ -641,11 +641,11 @@ def test_smoothing_deficit_is_bounded_by_the_gaussian_density(tau):
 def test_certified_floor_plans_the_period_at_the_bracket():
     """σ = 0.9, q = 1e-4, N = 10⁶, δ = 1e-9: a first bracket [0.85642, 0.85909] and a
     re-plan from half its estimate (0.43). Planned at that guess, the aliasing from above
-    (the heavy tail's generating function at ε = 0.43) asks for a period of about 1700 at
-    a damping of 23.7; at the bracket's certified lower bound the same plan takes a
-    damping whose scale is within reach there and a period about 600 times shorter (with
-    2¹⁸ nodes the re-plan's bracket goes from 3e-3 to 5e-6 wide). A floor of 0 (no
-    certified bound) plans as before."""
+    (the heavy tail's generating function at ε = 0.43) asked for a period of about 1700
+    at a damping of 23.7 from the planner's tilts, 14.7 with the tilts just above the
+    damping (planning._B_FINE); at the bracket's certified lower bound the same plan
+    takes a damping whose scale is within reach there and a period 2.7, over five times
+    shorter still. A floor of 0 (no certified bound) plans as before."""
     sig, q, n = pad_phases(np.array([0.9]), np.array([1e-4]), np.array([10**6]), np)
     static = dict(adversary="npo", d=1, neighbouring="add_remove", query="epsilon")
     # (float64 scalars, as the engine passes them: the engine's compiled plan serves)
@@ -654,7 +654,7 @@ def test_certified_floor_plans_the_period_at_the_bracket():
     guess = composition._plan_stage(*args, np.float64(0.0), **static)
     floor = composition._plan_stage(*args, np.float64(0.8564165), **static)
     default = composition._plan_stage(*args, **static)
-    assert float(floor.W[0]) < float(guess.W[0]) / 100.0
+    assert float(floor.W[0]) < float(guess.W[0]) / 5.0
     assert float(floor.a[0]) < float(guess.a[0])
     np.testing.assert_array_equal(np.asarray(floor.eps_ref), np.asarray(guess.eps_ref))
     np.testing.assert_array_equal(np.asarray(default.W), np.asarray(guess.W))
@@ -1142,6 +1142,24 @@ def test_damping_out_of_reach_of_the_nodes_is_not_chosen():
     for query in queries:
         b = query()
         assert 0.0 < float(b.lower) <= float(b.upper) <= (1 + 1e-3) * float(b.lower), b
+
+
+@pytest.mark.parametrize("delta, nodes", [(1e-12, 4096), (1e-15, 16384)])
+def test_period_planned_with_tilts_just_above_the_damping(monkeypatch, delta, nodes):
+    """σ = 0.9, q = 1e-3, N = 10⁴: the damping a = 10 lies just below the tilt where a
+    round's generating function explodes (b ≈ 2 log(1/q)/μ² ≈ 11), and the planner's next
+    tilt, 13.3, bounded the aliasing from above with periods of 5528 (δ = 1e-12) and
+    15752 (δ = 1e-15): three passes at the largest sizes (16384 points, 2¹⁸ nodes) left
+    [1.870044, 1.873476] and [2.727485, 2.756707], the latter's upper bound 0.45 % above
+    ε. Tilts a few per cent above a (planning._B_FINE) give periods of 32 and 54, and one
+    pass of 4096 and 16384 nodes proves the tolerance."""
+    p = _plan(0.9, 1e-3, 10**4, delta)
+    a, W, b = float(p.a[0]), float(p.W[0]), float(p.b_alias[0])
+    assert a < b < 1.2 * a and W < 100.0, (a, W, b)
+    passes = _record_passes(monkeypatch, "J")
+    bounds = accountant.schedule_epsilon(0.9, 1e-3, 10**4, delta)
+    assert len(passes) == 1 and passes[0] <= nodes, passes
+    assert 0.0 < float(bounds.lower) <= float(bounds.upper) <= (1 + 1e-3) * float(bounds.lower)
 
 
 def test_delta_far_below_small_delta_is_answered_to_an_absolute_accuracy(monkeypatch):

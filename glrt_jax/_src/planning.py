@@ -41,6 +41,17 @@ _T_POS = np.geomspace(1e-3, 1e6, 73)
 # tilt near 2a).
 _U_MULT = np.array([0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0])
 _A_MULT = np.array([1.1, 1.25, 1.5, 2.0, 3.0, 4.0])
+# Tilts a·(1 + 2^−k) between the damping a and the next planner's tilt (a factor 1.33 up),
+# for the period's aliasing from above. A round at small q whose loss has a Gaussian
+# right tail has M(b) ≈ 1 + q^{1+b} e^{b(b+1)μ²/2}, which explodes past b ≈ 2 log(1/q)/μ²,
+# and the Chernoff damping a lies just below that: the ladder's next tilt can put the
+# composed Λ(b) in the thousands where a tilt a few per cent above a keeps it near Λ(a).
+# σ = 0.9, q = 1e-3, N = 10⁴, δ = 1e-12: a = 10, the period from b = 13.3 was 5528,
+# from b = 10.3 it is 32 (see plan).
+_B_FINE = 2.0 ** -np.arange(1, 7)
+# Refine the period only where the ladder's is at least this many times the aliasing from
+# below's (which the refinement cannot go under): a smaller gain is not worth a phase sum.
+_REFINE_FROM = 2.0
 # Frequency truncation: e^{−τ²Ω²/2} = e^{−X} at the last node Ω. The truncation term is
 # then C·e^{−X}/(2πXΩ), C = M(a)e^{−aε} the trapezoid's scale. It is kept below
 # e^{−8}·tol·δ, as far below tol·δ as the aliasing (``log_margin``): with
@@ -151,8 +162,9 @@ def _phase_support(loss, value, directions, mu, q, log_m, thin):
     return lo, hi, xs, ps, outside
 
 
-def _phase_sum(fn, nf, xp, pp):
-    """``Σ_k n_k fn(xp_k, pp_k)`` (``fn``: one phase's (n_dir, P) arrays to (n_dir,)).
+def _phase_sum(fn, nf, xp, pp, trailing=()):
+    """``Σ_k n_k fn(xp_k, pp_k)`` (``fn``: one phase's (n_dir, P) arrays to
+    (n_dir, *trailing)).
 
     A scan over blocks of phases, so that no (K, n_dir, P) temporary is formed (at
     K = 10⁴ each would be hundreds of MB); blocks of padding phases are skipped.
@@ -170,11 +182,11 @@ def _phase_sum(fn, nf, xp, pp):
 
         def add(acc):
             per_phase = vmap_block(lambda args: fn(*args), (x_b, p_b))
-            return acc + jnp.einsum("k,kd->d", n_b, per_phase)
+            return acc + jnp.einsum("k,kd...->d...", n_b, per_phase)
 
         return lax.cond(jnp.any(n_b > 0), add, lambda acc: acc, acc), None
 
-    return lax.scan(body, jnp.zeros(xp.shape[1]), blocks)[0]
+    return lax.scan(body, jnp.zeros(xp.shape[1:2] + tuple(trailing)), blocks)[0]
 
 
 def _certified_chernoff(ts, lam, lam_tot, lo, hi, outside, nf, query, target):
@@ -483,6 +495,8 @@ def plan(
     ib = jnp.argmin(jnp.take_along_axis(w_ab, ia[:, None, None], axis=1)[:, 0, :], axis=-1)
     b_alias = ts[jnp.maximum(ib, jnp.minimum(ia + 1, ts.shape[0] - 1))]
     W = jnp.take_along_axis(w_cand, ia[:, None], axis=-1)[:, 0]
+    w_low = jnp.take_along_axis(w_below, ia[:, None], axis=-1)[:, 0]
+    W, b_alias = _refine_period(a, W, b_alias, w_low, eps_alias, log_margin[:, 0], nf, xp, pp)
     W = jnp.where(jnp.isfinite(W), W, 100.0)
     tau_tol = jnp.minimum(tau_cap, jnp.take_along_axis(tau_c, ia[:, None], axis=-1)[:, 0])
     # The truncation's budget from the scale at the chosen damping (see _TRUNC_EXP).
@@ -527,6 +541,38 @@ def plan(
         b_alias=b_alias,
         b_ch=ts[it],
     )
+
+
+def _refine_period(a, W, b_alias, w_low, eps_alias, log_margin, nf, xp, pp):
+    """``(W, b_alias)``: the period of damping ``a`` (per direction) with the aliasing from
+    above bounded at the tilts ``a·(1 + 2^−k)`` (:data:`_B_FINE`) too, where that is shorter.
+
+    The ladder's period bounds the aliasing from above with the Chernoff bound at its own
+    tilts ``b > a``, the first of them 1.33·a. The composed ``Λ(b)`` can explode between
+    (a Gaussian right tail at small q; see :data:`_B_FINE`): the period is then thousands
+    of times what a tilt just above ``a`` needs, and the nodes (``∝ W/τ``) or the smoothing
+    width (``∝ W/J``) with it. The tilt found is the one the period is planned with
+    (``b_alias``), so the bounds (:func:`bound_tilts`) charge the aliasing at it. One phase
+    sum of the planning pmf at ``len(_B_FINE)`` tilts, skipped (``lax.cond``) where the
+    ladder's period is within :data:`_REFINE_FROM` of the aliasing from below ``w_low``,
+    which no tilt above ``a`` shortens.
+    """
+    fine = a[:, None] * (1.0 + jnp.asarray(_B_FINE))[None, :]  # (n_dir, F)
+
+    def refine(_):
+        lam = _phase_sum(
+            lambda x, p: jax.vmap(grids.pmf_log_mgf)(x, p, fine), nf, xp, pp, fine.shape[1:]
+        )
+        w_f = (lam - fine * eps_alias[:, None] + log_margin[:, None]) / (fine - a[:, None])
+        w_f = jnp.where(jnp.isfinite(w_f), w_f, jnp.inf)
+        i_f = jnp.argmin(w_f, axis=-1)
+        w_new = jnp.maximum(jnp.maximum(jnp.min(w_f, axis=-1), w_low), 1e-3)
+        shorter = w_new < W
+        b_f = jnp.take_along_axis(fine, i_f[:, None], axis=-1)[:, 0]
+        return jnp.where(shorter, w_new, W), jnp.where(shorter, b_f, b_alias)
+
+    worth = jnp.any(W > _REFINE_FROM * w_low)
+    return lax.cond(worth, refine, lambda _: (W, b_alias), None)
 
 
 def smoothing_width(p: Plan, J: int):
