@@ -1162,6 +1162,35 @@ def test_period_planned_with_tilts_just_above_the_damping(monkeypatch, delta, no
     assert 0.0 < float(bounds.lower) <= float(bounds.upper) <= (1 + 1e-3) * float(bounds.lower)
 
 
+def test_refined_period_against_the_two_point_closed_form():
+    """planning._refine_period on a two-point pmf (masses 1 − p at 0 and p at x per round,
+    N rounds), whose composed Λ(b) = N log(1 − p + p e^{bx}) is known in closed form: the
+    period is the shortest of the ladder's and max(w_low, (Λ(b) − bε + m)/(b − a)) over
+    b = a(1 + 2^−k), with the tilt it came from; never longer than the ladder's nor
+    shorter than the aliasing from below's; untouched where the ladder's is within twice
+    that (no phase sum)."""
+    x, p, n, a, eps, margin = 30.0, math.exp(-37.5), 1000.0, 1.0, 0.5, 40.0
+    xp = jnp.asarray([[[0.0, x]]])  # one phase, one direction, two planning points
+    pp = jnp.asarray([[[1.0 - p, p]]])
+    nf = jnp.asarray([n])
+    w_low = margin / a
+    fine = a * (1.0 + 2.0 ** -np.arange(1, 7))
+    lam = n * np.log1p(p * np.expm1(fine * x))
+    w_f = np.maximum((lam - fine * eps + margin) / (fine - a), w_low)
+
+    def refine(W):
+        args = (jnp.asarray([a]), jnp.asarray([W]), jnp.asarray([7.0]), jnp.asarray([w_low]))
+        rest = (jnp.asarray([eps]), jnp.asarray([margin]), nf, xp, pp)
+        return tuple(float(v[0]) for v in planning._refine_period(*args, *rest))
+
+    W, b = refine(5000.0)
+    np.testing.assert_allclose(W, np.min(w_f), rtol=1e-9)
+    assert b == pytest.approx(fine[np.argmin(w_f)], rel=1e-12)
+    assert w_low <= W < 5000.0
+    assert refine(np.min(w_f) / 2) == (np.min(w_f) / 2, 7.0)  # the ladder's is shorter
+    assert refine(1.5 * w_low) == (1.5 * w_low, 7.0)  # within twice the floor: untouched
+
+
 def test_delta_far_below_small_delta_is_answered_to_an_absolute_accuracy(monkeypatch):
     """GLRT, d = 10, two phases, δ at ε = 2 (about 9e-37): below ``planning.SMALL_DELTA``
     the accuracy asked of δ is absolute, tol·SMALL_DELTA. A plan for a relative tol at
