@@ -41,13 +41,13 @@ _T_POS = np.geomspace(1e-3, 1e6, 73)
 # tilt near 2a).
 _U_MULT = np.array([0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0])
 _A_MULT = np.array([1.1, 1.25, 1.5, 2.0, 3.0, 4.0])
-# Tilts a·(1 + 2^−k) between the damping a and the next planner's tilt (a factor 1.33 up),
-# for the period's aliasing from above. A round at small q whose loss has a Gaussian
-# right tail has M(b) ≈ 1 + q^{1+b} e^{b(b+1)μ²/2}, which explodes past b ≈ 2 log(1/q)/μ²,
-# and the Chernoff damping a lies just below that: the ladder's next tilt can put the
-# composed Λ(b) in the thousands where a tilt a few per cent above a keeps it near Λ(a).
-# σ = 0.9, q = 1e-3, N = 10⁴, δ = 1e-12: a = 10, the period from b = 13.3 was 5528,
-# from b = 10.3 it is 32 (see plan).
+# Tilts a·(1 + 2^−k), k = 1…6 (1.5a down to 1.016a, around and below the planner's next
+# tilt above the damping a, 1.33a), for the period's aliasing from above. A round at small
+# q whose loss has a Gaussian right tail has M(b) ≈ 1 + q^{1+b} e^{b(b+1)μ²/2}, which
+# explodes past b ≈ 2 log(1/q)/μ², and the Chernoff damping a lies just below that: the
+# ladder's next tilt can put the composed Λ(b) in the thousands where a tilt a few per
+# cent above a keeps it near Λ(a). σ = 0.9, q = 1e-3, N = 10⁴, δ = 1e-12: a = 10, the
+# period from b = 13.3 was 5528, from b = 11.25 it is 32 (see _refine_period).
 _B_FINE = 2.0 ** -np.arange(1, 7)
 # Refine the period only where the ladder's is at least this many times the aliasing from
 # below's (which the refinement cannot go under): a smaller gain is not worth a phase sum.
