@@ -1150,9 +1150,9 @@ def test_period_planned_with_tilts_just_above_the_damping(monkeypatch, delta, no
     round's generating function explodes (b ≈ 2 log(1/q)/μ² ≈ 11), and the planner's next
     tilt, 13.3, bounded the aliasing from above with periods of 5528 (δ = 1e-12) and
     15752 (δ = 1e-15): three passes at the largest sizes (16384 points, 2¹⁸ nodes) left
-    [1.870044, 1.873476] and [2.727485, 2.756707], the latter's upper bound 0.45 % above
-    ε. Tilts a few per cent above a (planning._B_FINE) give periods of 32 and 54, and one
-    pass of 4096 and 16384 nodes proves the tolerance."""
+    [1.870044, 1.873476] and [2.727485, 2.756707], the latter's upper bound at least
+    0.45 % above ε. Tilts a few per cent above a (planning._B_FINE) give periods of 32 and
+    54, and one pass of 4096 and 16384 nodes proves the tolerance."""
     p = _plan(0.9, 1e-3, 10**4, delta)
     a, W, b = float(p.a[0]), float(p.W[0]), float(p.b_alias[0])
     assert a < b < 1.2 * a and W < 100.0, (a, W, b)
