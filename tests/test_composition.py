@@ -1165,22 +1165,23 @@ def test_period_planned_with_tilts_just_above_the_damping(monkeypatch, delta, no
 def test_refined_period_against_the_two_point_closed_form():
     """planning._refine_period on a two-point pmf (masses 1 − p at 0 and p at x per round,
     N rounds), whose composed Λ(b) = N log(1 − p + p e^{bx}) is known in closed form: the
-    period is the shortest of the ladder's and max(w_low, (Λ(b) − bε + m)/(b − a)) over
-    b = a(1 + 2^−k), with the tilt it came from; never longer than the ladder's nor
+    period is the shortest of the ladder's and max(w_low, (Λ(b) + τ²b²/2 − bε + m)/(b − a))
+    over b = a(1 + 2^−k), with the tilt it came from; never longer than the ladder's nor
     shorter than the aliasing from below's; untouched where the ladder's is within twice
     that (no phase sum)."""
-    x, p, n, a, eps, margin = 30.0, math.exp(-37.5), 1000.0, 1.0, 0.5, 40.0
+    x, p, n, a, eps, margin, tau = 30.0, math.exp(-37.5), 1000.0, 1.0, 0.5, 40.0, 0.5
     xp = jnp.asarray([[[0.0, x]]])  # one phase, one direction, two planning points
     pp = jnp.asarray([[[1.0 - p, p]]])
     nf = jnp.asarray([n])
     w_low = margin / a
     fine = a * (1.0 + 2.0 ** -np.arange(1, 7))
     lam = n * np.log1p(p * np.expm1(fine * x))
-    w_f = np.maximum((lam - fine * eps + margin) / (fine - a), w_low)
+    # (the smoothed loss's generating function carries e^{τ²b²/2})
+    w_f = np.maximum((lam + 0.5 * (tau * fine) ** 2 - fine * eps + margin) / (fine - a), w_low)
 
     def refine(W):
         args = (jnp.asarray([a]), jnp.asarray([W]), jnp.asarray([7.0]), jnp.asarray([w_low]))
-        rest = (jnp.asarray([eps]), jnp.asarray([margin]), nf, xp, pp)
+        rest = (jnp.asarray([eps]), jnp.asarray([margin]), jnp.asarray([tau]), nf, xp, pp)
         return tuple(float(v[0]) for v in planning._refine_period(*args, *rest))
 
     W, b = refine(5000.0)

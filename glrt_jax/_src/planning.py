@@ -424,14 +424,22 @@ def plan(
         # planned at the first bracket's 0.8564, a = 13.3 and W = 2.7 give [0.8584973,
         # 0.8585017]. (The guess itself still sizes the smoothing and the points.)
         eps_alias = jnp.maximum(eps_ref, floor)
-    num = lam_tot - ts[None, :] * eps_alias[:, None] + log_margin  # (n_dir, T) at b
-    gap = ts[None, :] - ts[:, None]  # [a, b]
-    w_ab = jnp.where(gap[None] > 0, num[:, None, :] / jnp.where(gap > 0, gap, 1.0)[None], jnp.inf)
-    w_above = jnp.min(w_ab, axis=-1)  # (n_dir, T) over a
-    w_cand = jnp.maximum(jnp.maximum(w_below, w_above), 1e-3)
     # The upper bound's smoothing moves ε by about (1 + a)τ²/2 (saddle-point picture:
     # f_S/|δ_S'| ≈ 1 + a at ε; see inversion.query_bounds).
     tau_c = jnp.sqrt(_TAU_SHARE * (tol_d * eps_ref)[:, None] / (0.5 * (1.0 + ts))[None, :])
+    # The bounds charge the aliasing from above of the smoothed loss S + τZ, whose
+    # generating function at b carries e^{τ²b²/2} (inversion.query_bounds): with it, a
+    # loss bounded by sup gets a period that puts ε + W clear of sup, by a few τ. Without
+    # it the ladder's largest tilts put ε + W within 1e-5 of sup (one round at σ = 0.9,
+    # q = 1e-4, δ(0.013885) ≈ 1e-9: W = 1.61115, the smoothing 5.7e-6 wide), where the
+    # smoothed top of the loss aliases: 12 % of δ in the lower bound.
+    tau_p = jnp.minimum(tau_cap, tau_c)  # (n_dir, T) over a
+    num = lam_tot - ts[None, :] * eps_alias[:, None] + log_margin  # (n_dir, T) at b
+    num = num[:, None, :] + 0.5 * (tau_p[:, :, None] * ts[None, None, :]) ** 2  # [a, b]
+    gap = ts[None, :] - ts[:, None]  # [a, b]
+    w_ab = jnp.where(gap[None] > 0, num / jnp.where(gap > 0, gap, 1.0)[None], jnp.inf)
+    w_above = jnp.min(w_ab, axis=-1)  # (n_dir, T) over a
+    w_cand = jnp.maximum(jnp.maximum(w_below, w_above), 1e-3)
     # The scale at the ε the inversion is evaluated at: the planning guess for ε queries;
     # for a δ query's re-plan, the queried ε (its eps_ref, 1/a at the saddle point, is a
     # width; σ = 8.5, q = 2.4e-5, one round, δ(2.3e-5) = 5.35e-15: 3.3e-3 above δ at eps_ref,
@@ -496,9 +504,12 @@ def plan(
     b_alias = ts[jnp.maximum(ib, jnp.minimum(ia + 1, ts.shape[0] - 1))]
     W = jnp.take_along_axis(w_cand, ia[:, None], axis=-1)[:, 0]
     w_low = jnp.take_along_axis(w_below, ia[:, None], axis=-1)[:, 0]
-    W, b_alias = _refine_period(a, W, b_alias, w_low, eps_alias, log_margin[:, 0], nf, xp, pp)
+    tau_a = jnp.take_along_axis(tau_p, ia[:, None], axis=-1)[:, 0]
+    W, b_alias = _refine_period(
+        a, W, b_alias, w_low, eps_alias, log_margin[:, 0], tau_a, nf, xp, pp
+    )
     W = jnp.where(jnp.isfinite(W), W, 100.0)
-    tau_tol = jnp.minimum(tau_cap, jnp.take_along_axis(tau_c, ia[:, None], axis=-1)[:, 0])
+    tau_tol = tau_a
     # The truncation's budget from the scale at the chosen damping (see _TRUNC_EXP).
     scale_a = jnp.take_along_axis(log_scale, ia[:, None], axis=-1)[:, 0]
     log_trunc = _log_trunc(scale_a, tol)
@@ -543,19 +554,20 @@ def plan(
     )
 
 
-def _refine_period(a, W, b_alias, w_low, eps_alias, log_margin, nf, xp, pp):
+def _refine_period(a, W, b_alias, w_low, eps_alias, log_margin, tau, nf, xp, pp):
     """``(W, b_alias)``: the period of damping ``a`` (per direction) with the aliasing from
     above bounded at the tilts ``a·(1 + 2^−k)`` (:data:`_B_FINE`) too, where that is shorter.
 
-    The ladder's period bounds the aliasing from above with the Chernoff bound at its own
-    tilts ``b > a``, the first of them 1.33·a. The composed ``Λ(b)`` can explode between
-    (a Gaussian right tail at small q; see :data:`_B_FINE`): the period is then thousands
-    of times what a tilt just above ``a`` needs, and the nodes (``∝ W/τ``) or the smoothing
-    width (``∝ W/J``) with it. The tilt found is the one the period is planned with
-    (``b_alias``), so the bounds (:func:`bound_tilts`) charge the aliasing at it. One phase
-    sum of the planning pmf at ``len(_B_FINE)`` tilts, skipped (``lax.cond``) where the
-    ladder's period is within :data:`_REFINE_FROM` of the aliasing from below ``w_low``,
-    which no tilt above ``a`` shortens.
+    The ladder's period bounds the aliasing from above with the Chernoff bound of the
+    smoothed loss (``Λ(b) + τ²b²/2``, ``tau`` the planned smoothing per direction) at its
+    own tilts ``b > a``, the first of them 1.33·a. The composed ``Λ(b)`` can explode
+    between (a Gaussian right tail at small q; see :data:`_B_FINE`): the period is then
+    thousands of times what a tilt just above ``a`` needs, and the nodes (``∝ W/τ``) or
+    the smoothing width (``∝ W/J``) with it. The tilt found is the one the period is
+    planned with (``b_alias``), so the bounds (:func:`bound_tilts`) charge the aliasing at
+    it. One phase sum of the planning pmf at ``len(_B_FINE)`` tilts, skipped
+    (``lax.cond``) where the ladder's period is within :data:`_REFINE_FROM` of the
+    aliasing from below ``w_low``, which no tilt above ``a`` shortens.
     """
     fine = a[:, None] * (1.0 + jnp.asarray(_B_FINE))[None, :]  # (n_dir, F)
 
@@ -563,7 +575,10 @@ def _refine_period(a, W, b_alias, w_low, eps_alias, log_margin, nf, xp, pp):
         lam = _phase_sum(
             lambda x, p: jax.vmap(grids.pmf_log_mgf)(x, p, fine), nf, xp, pp, fine.shape[1:]
         )
-        w_f = (lam - fine * eps_alias[:, None] + log_margin[:, None]) / (fine - a[:, None])
+        num = (
+            lam - fine * eps_alias[:, None] + log_margin[:, None] + 0.5 * (tau[:, None] * fine) ** 2
+        )
+        w_f = num / (fine - a[:, None])
         w_f = jnp.where(jnp.isfinite(w_f), w_f, jnp.inf)
         i_f = jnp.argmin(w_f, axis=-1)
         w_new = jnp.maximum(jnp.maximum(jnp.min(w_f, axis=-1), w_low), 1e-3)
