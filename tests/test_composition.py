@@ -1192,6 +1192,22 @@ def test_refined_period_against_the_two_point_closed_form():
     assert refine(1.5 * w_low) == (1.5 * w_low, 7.0)  # within twice the floor: untouched
 
 
+def test_period_clears_a_bounded_loss_by_the_smoothing(monkeypatch):
+    """One round at σ = 0.9, q = 1e-4, δ(0.013885) ≈ 1e-9 (50-digit mpmath truth): the
+    grids' loss is bounded (sup ≈ 1.625), and the plan's aliasing from above left out the
+    smoothed loss's factor e^{τ²b²/2}, so its largest tilts put ε + W within 1e-5 of sup
+    with the smoothing 5.7e-6 wide. The smoothed top of the loss aliased 12 % of δ into
+    the lower bound: five passes, the last at 16384 points and 2¹⁸ nodes, for
+    [8.835e-10, 9.9942e-10]. With the factor the period clears sup by a few τ and the
+    bracket proves the tolerance in three passes, none of 2¹⁸ nodes."""
+    eps = 0.013885
+    truth = one_round_delta(0.9, 1e-4, eps)
+    passes = _record_passes(monkeypatch, "J")
+    b = accountant.schedule_delta(0.9, 1e-4, 1, eps)
+    assert float(b.lower) <= truth <= float(b.upper) <= (1 + 1e-3) * float(b.lower), b
+    assert len(passes) <= 3 and max(passes) < planning.MAX_NODES, passes
+
+
 def test_delta_far_below_small_delta_is_answered_to_an_absolute_accuracy(monkeypatch):
     """GLRT, d = 10, two phases, δ at ε = 2 (about 9e-37): below ``planning.SMALL_DELTA``
     the accuracy asked of δ is absolute, tol·SMALL_DELTA. A plan for a relative tol at
