@@ -434,12 +434,10 @@ def plan(
     # q = 1e-4, δ(0.013885) ≈ 1e-9: W = 1.61115, the smoothing 5.7e-6 wide), where the
     # smoothed top of the loss aliases: 12 % of δ in the lower bound.
     tau_p = jnp.minimum(tau_cap, tau_c)  # (n_dir, T) over a
-    # [a, b] pairs, b > a only
-    w_ab = _period_above(
-        lam_tot[:, None, :], ts[None, None, :], ts[None, :, None], eps_alias[:, None, None],
-        log_margin[:, :, None], tau_p[:, :, None],
-    )  # fmt: skip
-    w_ab = jnp.where(ts[None, None, :] > ts[None, :, None], w_ab, jnp.inf)
+    num = lam_tot - ts[None, :] * eps_alias[:, None] + log_margin  # (n_dir, T) at b
+    num = num[:, None, :] + 0.5 * (tau_p[:, :, None] * ts[None, None, :]) ** 2  # [a, b]
+    gap = ts[None, :] - ts[:, None]  # [a, b]
+    w_ab = jnp.where(gap[None] > 0, num / jnp.where(gap > 0, gap, 1.0)[None], jnp.inf)
     w_above = jnp.min(w_ab, axis=-1)  # (n_dir, T) over a
     w_cand = jnp.maximum(jnp.maximum(w_below, w_above), 1e-3)
     # The scale at the ε the inversion is evaluated at: the planning guess for ε queries;
@@ -556,14 +554,6 @@ def plan(
     )
 
 
-def _period_above(lam_b, b, a, eps, log_margin, tau):
-    """The period that keeps the aliasing from above at damping ``a`` below
-    ``e^{−log_margin}`` of δ, from the Chernoff bound of the smoothed loss at a tilt
-    ``b > a`` (composed ``Λ(b)`` = ``lam_b``, smoothing ``tau``; broadcast):
-    ``(Λ(b) + τ²b²/2 − bε + log_margin)/(b − a)``."""
-    return (lam_b - b * eps + log_margin + 0.5 * (tau * b) ** 2) / (b - a)
-
-
 def _refine_period(a, W, b_alias, w_low, eps_alias, log_margin, tau, nf, xp, pp):
     """``(W, b_alias)``: the period of damping ``a`` (per direction) with the aliasing from
     above bounded at the tilts ``a·(1 + 2^−k)`` (:data:`_B_FINE`) too, where that is shorter.
@@ -585,9 +575,11 @@ def _refine_period(a, W, b_alias, w_low, eps_alias, log_margin, tau, nf, xp, pp)
         lam = _phase_sum(
             lambda x, p: jax.vmap(grids.pmf_log_mgf)(x, p, fine), nf, xp, pp, fine.shape[1:]
         )
-        w_f = _period_above(
-            lam, fine, a[:, None], eps_alias[:, None], log_margin[:, None], tau[:, None]
+        # (the ladder's w_ab in plan, at the fine tilts)
+        num = (
+            lam - fine * eps_alias[:, None] + log_margin[:, None] + 0.5 * (tau[:, None] * fine) ** 2
         )
+        w_f = num / (fine - a[:, None])
         w_f = jnp.where(jnp.isfinite(w_f), w_f, jnp.inf)
         i_f = jnp.argmin(w_f, axis=-1)
         w_new = jnp.maximum(jnp.maximum(jnp.min(w_f, axis=-1), w_low), 1e-3)
