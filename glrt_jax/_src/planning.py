@@ -158,7 +158,7 @@ def _phase_support(loss, value, directions, mu, q, log_m, thin):
     # Every direction's tails in one call (see grids.bins), the rest per direction.
     xs = jax.vmap(lambda lo_i, hi_i: grids.planning_points(lo_i, hi_i, thin))(lo, hi)
     pi, kappa, outside = grids.bins(loss, value, is_add, mu, q, xs)
-    ps = jax.vmap(lambda p, k, x: grids.split(p, k, x)[0])(pi, kappa, xs)
+    ps = jax.vmap(lambda p, k, x: grids.split(p, k, x, thin > 1)[0])(pi, kappa, xs)
     return lo, hi, xs, ps, outside
 
 
@@ -243,11 +243,19 @@ def failure_log_mass(query, target, tol, n_tot):
     return jnp.log(1e-12) - 25.0 - jnp.log(n_tot)
 
 
+def many_phases(phases: int) -> bool:
+    """Whether a program over ``phases`` (padded) phases is one of many: its per-phase work
+    is what it costs (thinned planning points, :func:`thinning`; per-point values
+    computed once, :func:`glrt_jax._src.grids.computed_once`). Programs of fewer phases
+    keep the plainer forms, whose compiled code their answers were measured with."""
+    return phases >= _THIN_FROM
+
+
 def thinning(phases: int, loss: str) -> int:
     """The planning points' ``thin`` (:func:`glrt_jax._src.grids.planning_points`) of a
     schedule of ``phases`` (padded) phases of the static ``loss``
     (:func:`glrt_jax._src.losses.program_key`)."""
-    if phases < _THIN_FROM:
+    if not many_phases(phases):
         return 1
     return _THIN_GLRT if loss in losses.GLRT_LOSSES else _THIN
 
@@ -354,6 +362,7 @@ def plan(
     # lo, hi, outside: (K, n_dir); xp, pp: (K, n_dir, P); lam: (K, n_dir, T)
     lo, hi, xp, pp, lam, outside = measured
     lam_tot = jnp.einsum("k,kdt->dt", nf, lam)
+    many = many_phases(mu.shape[0])
 
     def tilted_var(x, p, tt):
         logw = grids.safe_log(p) + tt * x
@@ -519,7 +528,7 @@ def plan(
     # Points per round: the split adds at most Σ_k n_k (Σ c)³/(0.81 B²)/4 of tilted
     # variance; it moves ε by about (1 + a)/2 times that. Give it 0.3 tol ε.
     def share_cubed(x, p):  # (n_dir,) (Σ c)³ of one phase's companding shares
-        share = jax.vmap(lambda xx, pv, tt: jnp.sum(grids.compand_counts(xx, pv, tt)[0]))
+        share = jax.vmap(lambda xx, pv, tt: jnp.sum(grids.compand_counts(xx, pv, tt, many)[0]))
         return share(x, p, a) ** 3
 
     v_b = _phase_sum(share_cubed, nf, xp, pp) / (0.81 * 4.0)

@@ -22,7 +22,7 @@ import numpy as np
 from jax import lax
 from jax.scipy.special import logsumexp
 
-from glrt_jax._src import grids, losses, nufft
+from glrt_jax._src import grids, losses, nufft, planning
 from glrt_jax._src.shapes import phase_block, vmap_block
 
 # Unit roundoff of float64 (the engine's error terms are in units of it).
@@ -114,10 +114,11 @@ def phase_sums(mu, q, n, p, values, a, dw, tilts, *, loss, B, J, direction=None)
     if direction is not None:
         is_add = lax.dynamic_slice_in_dim(is_add, direction, 1)
     value = losses.phase_value(loss, values)
+    many = planning.many_phases(mu.shape[0])
 
     def one_direction(x, pi, kappa, outside, a_i, dw_i, b_i):
         """One phase's terms in one direction (per round), from its grid and bin masses."""
-        p_up, up = grids.split(pi, kappa, x)
+        p_up, up = grids.split(pi, kappa, x, many)
         x_lo, p_lo = grids.merge(pi, kappa, x)
         x_lo = lax.stop_gradient(x_lo)
         # MGFs for the Chernoff and aliasing bounds, from the split pair for both sides:
@@ -143,7 +144,7 @@ def phase_sums(mu, q, n, p, values, a, dw, tilts, *, loss, B, J, direction=None)
     def contribution(args):
         """One phase's terms, already multiplied by its count (zero for padding)."""
         m, r, k, dk, xp, pp = args
-        grid = jax.vmap(lambda xp_i, pp_i, a_i: grids.companded_grid(xp_i, pp_i, a_i, B))
+        grid = jax.vmap(lambda xp_i, pp_i, a_i: grids.companded_grid(xp_i, pp_i, a_i, B, many))
         x = lax.stop_gradient(grid(xp, pp, a))
         # Every direction's bin masses in one call of the tails (see grids.bins).
         pi, kappa, outside = grids.bins(loss, value(dk), is_add, m, r, x)
