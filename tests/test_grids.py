@@ -89,3 +89,33 @@ def test_pmf_log_mgf_without_mass_and_its_gradient():
         return logsumexp(tt[:, None] * xx + jnp.log(pv), axis=-1)
 
     np.testing.assert_allclose(total(grids.pmf_log_mgf), total(plain), rtol=1e-13)
+
+
+@pytest.mark.parametrize("apart", [False, True])
+def test_split_and_companding_against_numpy(apart):
+    """The split pmf and the companding shares, fused or with their per-point values
+    computed once (``apart``, programs of many phases), against NumPy: the same values up
+    to rounding (the split's ``π − up`` cancels, hence the relative 1e-9)."""
+    rng = np.random.default_rng(3)
+    x = np.sort(rng.uniform(-4.0, 6.0, 257))
+    pi = rng.uniform(0.0, 1.0, 256)
+    pi /= pi.sum()
+    # Q-masses of a likelihood ratio within each bin: κ = π e^{−m}, m inside [x_i, x_i+1].
+    m = x[:-1] + rng.uniform(0.0, 1.0, 256) * np.diff(x)
+    kappa = pi * np.exp(-m)
+    p, up = jax.jit(grids.split, static_argnums=3)(pi, kappa, x, apart)
+    up_ref = np.clip((pi - np.exp(x[:-1]) * kappa) / -np.expm1(-np.diff(x)), 0.0, pi)
+    p_ref = np.concatenate([pi - up_ref, [0.0]]) + np.concatenate([[0.0], up_ref])
+    np.testing.assert_allclose(np.asarray(up), up_ref, rtol=1e-9, atol=1e-300)
+    np.testing.assert_allclose(np.asarray(p), p_ref, rtol=1e-9, atol=1e-18)
+    assert abs(float(np.sum(p)) - 1.0) < 1e-12
+    t = 1.7
+    count, width = jax.jit(grids.compand_counts, static_argnums=3)(x, p_ref, t, apart)
+    w = p_ref * np.exp(t * x)
+    w /= w.sum()
+    w0 = p_ref / p_ref.sum()
+    wb = 0.5 * (w[:-1] + w[1:]) + 0.5 * (w0[:-1] + w0[1:])
+    ref = np.cbrt(wb / np.diff(x)) * np.diff(x)
+    np.testing.assert_allclose(np.asarray(count), ref, rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(width), np.diff(x), rtol=0)
+    assert planning.many_phases(64) and not planning.many_phases(32)
