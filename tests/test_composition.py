@@ -886,6 +886,34 @@ def test_many_glrt_phases_plan_on_fewer_points(monkeypatch):
     assert planning.thinning(64, "closed") == 2  # NPO (and GLRT with d = 1): half
 
 
+def test_many_phases_take_grid_points_between_the_powers_of_two():
+    """From FINE_SIZES_FROM phases on, the grid points also come at three quarters of each
+    power of two (the phase sums cost about in proportion to them), the nodes keep their
+    powers of two; fewer phases keep the powers of two. K = 100 distinct phases then run
+    at 384 points, and their bracket overlaps the one at 512 and meets the tolerance."""
+    need = (271.7, 439.4)  # the plan's needs at K = 10⁴ distinct phases (NPO, δ = 1e-5)
+    assert composition._sizes_for_needs(1024, *need) == (384, 512)
+    assert composition._sizes_for_needs(composition.FINE_SIZES_FROM, *need) == (384, 512)
+    assert composition._sizes_for_needs(64, 240.0, 439.4) == (384, 512)  # 1.1 × 240 > 256
+    assert composition._sizes_for_needs(64, 150.0, 439.4) == (192, 512)
+    assert composition._sizes_for_needs(32, *need)[0] == 512  # the coarse ladder
+    sig, q, n = _distinct_phases(100, (0.8, 1.5), (0.005, 0.02), 10)
+    chosen = []
+    staged = composition._staged
+
+    def recording(*args, **kwargs):
+        chosen.append(kwargs["B"])
+        return staged(*args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(composition, "_staged", recording)
+        auto = accountant.schedule_epsilon(sig, q, n, 1e-5)
+    assert chosen[0] == 384
+    fixed = accountant.schedule_epsilon(sig, q, n, 1e-5, points=512, nodes=1024)
+    assert float(auto.lower) <= float(fixed.upper) and float(fixed.lower) <= float(auto.upper)
+    assert float(auto.upper) <= (1.0 + 1e-3) * float(auto.lower)
+
+
 def test_large_schedules_run_in_two_halves(monkeypatch):
     """Distinct phases past ``_HALVES_FROM`` (64): the plan's per-phase
     part and the phase sums run in two halves side by side (50 phases each, slices of the
