@@ -914,6 +914,31 @@ def test_many_phases_take_grid_points_between_the_powers_of_two():
     assert float(auto.upper) <= (1.0 + 1e-3) * float(auto.lower)
 
 
+def test_glrt_phases_get_their_own_ranges_all_at_once():
+    """GLRT with d > 1 measures its phases one at a time but their loss ranges all at once
+    (one vmapped bisection before the scan): each phase's range is the one its own
+    bisection gives, in its own place (K = 24 distinct phases, d = 3, padded to 32)."""
+    sig, q, n = _distinct_phases(24, (0.8, 1.5), (0.005, 0.02), 10)
+    sig, q, n = pad_phases(sig, q, n)
+    mu = 1.0 / sig
+    loss, values = losses.program_key("glrt", 3, "add_remove", mu.shape[0])
+    assert not losses.batch_phases(loss)
+    log_m = planning.failure_log_mass("epsilon", 1e-5, 1e-3, float(np.sum(n)))
+    lo, hi, *_ = jax.jit(planning.measure_phases, static_argnums=(0, 6))(
+        loss, values, mu, q, n, log_m, 1
+    )
+    value = losses.phase_value(loss, values)
+    directions = losses.loss_directions(loss)
+    for k in (0, 7, 23):
+        own = jax.jit(
+            lambda m, r, dk: planning._phase_range(loss, value(dk), directions, m, r, log_m)
+        )(mu[k], q[k], values[k])
+        np.testing.assert_array_equal(np.asarray(lo[k]), np.asarray(own[0]))
+        np.testing.assert_array_equal(np.asarray(hi[k]), np.asarray(own[1]))
+    assert np.all(np.asarray(lo[:24]) < np.asarray(hi[:24]))
+    assert len({float(v) for v in np.asarray(hi[:24, 0])}) == 24  # distinct phases, distinct ends
+
+
 def test_large_schedules_run_in_two_halves(monkeypatch):
     """Distinct phases past ``_HALVES_FROM`` (64): the plan's per-phase
     part and the phase sums run in two halves side by side (50 phases each, slices of the
