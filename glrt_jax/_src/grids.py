@@ -131,8 +131,8 @@ def computed_once(v, apart=True):
     a sum over a new axis of ``v`` and zeros (exact), ``v`` is the output of a reduction,
     which the backend computes apart and stores. The values may then differ from the
     fused ones in their last bits (another code path for the same exponentials). K = 10⁴
-    distinct phases, NPO, per half of the phases on one thread: the planner's split
-    pmf 279 → 104 ms.
+    distinct phases, NPO, the plan's per-phase program over half of them, run alone: its
+    split pmf 279 → 104 ms.
     """
     if not apart:
         return v

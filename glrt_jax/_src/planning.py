@@ -163,7 +163,8 @@ def _phase_support(loss, value, directions, mu, q, log_m, thin, ends=None):
     # Every direction's tails in one call (see grids.bins), the rest per direction.
     xs = jax.vmap(lambda lo_i, hi_i: grids.planning_points(lo_i, hi_i, thin))(lo, hi)
     pi, kappa, outside = grids.bins(loss, value, is_add, mu, q, xs)
-    ps = jax.vmap(lambda p, k, x: grids.split(p, k, x, thin > 1)[0])(pi, kappa, xs)
+    many = thin > 1  # (thinned points: many phases, see many_phases)
+    ps = jax.vmap(lambda p, k, x: grids.split(p, k, x, many)[0])(pi, kappa, xs)
     return lo, hi, xs, ps, outside
 
 
@@ -252,7 +253,7 @@ def many_phases(phases: int) -> bool:
     """Whether a program over ``phases`` (padded) phases is one of many: its per-phase work
     is what it costs (thinned planning points, :func:`thinning`; per-point values
     computed once, :func:`glrt_jax._src.grids.computed_once`). Programs of fewer phases
-    keep the plainer forms, whose compiled code their answers were measured with."""
+    keep the plain forms, and with them their answers bit for bit."""
     return phases >= _THIN_FROM
 
 
