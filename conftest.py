@@ -94,6 +94,16 @@ def _no_program_store_after_the_test():
     programs.set_store(None)
 
 
+@pytest.fixture
+def engine_one_round(monkeypatch):
+    """Eager NPO queries of one round go through the composition engine, not the exact
+    one-round path (``composition.EXACT_ONE_ROUND``): for the tests of the engine's own
+    answers there, where one round is its hardest case (heavy tails, a near-atom)."""
+    from glrt_jax._src import composition
+
+    monkeypatch.setattr(composition, "EXACT_ONE_ROUND", False)
+
+
 def pytest_collection_modifyitems(config, items):
     """With x64 off, only the tests marked ``float32`` run (the rest assume float64).
     Under the quick flags, the tests marked ``xla_defaults`` are skipped."""

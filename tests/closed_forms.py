@@ -91,3 +91,30 @@ def one_round_epsilon(sigma, q, delta):
                 break
             lo, hi = (mid, hi) if gap(mid) > 0 else (lo, mid)
         return hi
+
+
+def one_round_replace_delta(sigma, q, eps):
+    """δ(ε) of one Poisson-subsampled Gaussian round under replace-one (NPO), in 50-digit
+    mpmath: the hockey-stick divergence of P' = qN(μ, 1) + (1 − q)N(0, 1) against
+    Q' = qN(−μ, 1) + (1 − q)N(0, 1) (symmetric, so one direction).
+
+    The ratio P'/Q' is increasing in x, so δ = P'[x > z] − e^ε Q'[x > z] at the point z
+    where log(P'/Q') = ε, found by bisection on the density ratio itself.
+    """
+    with mp.workdps(_DPS):
+        mu, q, e = 1 / mp.mpf(sigma), mp.mpf(q), mp.mpf(eps)
+
+        def log_ratio(x):
+            p = q * mp.npdf(x - mu) + (1 - q) * mp.npdf(x)
+            r = q * mp.npdf(x + mu) + (1 - q) * mp.npdf(x)
+            return mp.log(p / r)
+
+        lo, hi = mp.mpf(-1), mp.mpf(1)
+        while log_ratio(lo) > e:
+            lo *= 2
+        while log_ratio(hi) < e:
+            hi *= 2
+        z = mp.findroot(lambda x: log_ratio(x) - e, (lo, hi), solver="anderson")
+        p_tail = q * mp.ncdf(mu - z) + (1 - q) * mp.ncdf(-z)
+        q_tail = q * mp.ncdf(-mu - z) + (1 - q) * mp.ncdf(-z)
+        return float(max(p_tail - mp.e**e * q_tail, mp.mpf(0)))

@@ -106,6 +106,7 @@ def test_few_rounds_small_q_bracket_is_tight():
     assert float(d.upper) - float(d.lower) <= 2e-3 * float(d.upper)
 
 
+@pytest.mark.usefixtures("engine_one_round")
 @pytest.mark.parametrize("sigma, q, eps", [(1.0, 0.01, 0.05), (0.5, 0.2, 1.0), (20.0, 1e-3, 1e-4)])
 def test_one_round_brackets_high_precision_profile(sigma, q, eps):
     ref = one_round_delta(sigma, q, eps)
@@ -114,6 +115,7 @@ def test_one_round_brackets_high_precision_profile(sigma, q, eps):
     assert float(b.upper) <= ref * (1 + 1e-2)
 
 
+@pytest.mark.usefixtures("engine_one_round")
 @pytest.mark.parametrize("query", ["delta", "epsilon"])
 def test_one_round_with_a_tiny_loss_scale_is_bracketed(query):
     """σ = 10, q = 1e-4, one round: the loss is of order 1e-5, so δ(ε) = E(1 − e^{ε−L})₊
@@ -135,6 +137,7 @@ def test_one_round_with_a_tiny_loss_scale_is_bracketed(query):
         assert float(b.upper) <= (1 + 1e-3) * float(b.lower)
 
 
+@pytest.mark.usefixtures("engine_one_round")
 def test_lower_bound_found_where_it_does_not_decrease():
     """One round at σ = 2.14, q = 0.01, δ = 1e-3 (ε ≈ 2.7e-3): the certified lower bound on
     δ(ε) is not monotone in ε (its smoothing deficit follows the density) and passes δ
@@ -147,6 +150,7 @@ def test_lower_bound_found_where_it_does_not_decrease():
     assert one_round_delta(2.1438, 0.01, float(b.lower)) >= 1e-3
 
 
+@pytest.mark.usefixtures("engine_one_round")
 def test_replace_one_round_lower_bound_uses_the_planned_aliasing_tilt():
     """Same round under replace_one (ε ≈ 8.0e-3): the lower bound's aliasing term from
     above (1.8e-3, above δ at every ε) used only tilts up to 9a, while the period was
@@ -458,6 +462,7 @@ def test_gradients_do_not_depend_on_code_generation():
     assert np.all(np.isfinite(g_s)) and np.all(g_s < 0) and np.all(g_q > 0)
 
 
+@pytest.mark.usefixtures("engine_one_round")
 @pytest.mark.parametrize("adversary", ["npo", "glrt"])
 def test_one_round_below_delta_has_epsilon_near_zero(adversary):
     """q < δ: δ(0) ≤ q·TV(P, Q) < δ for one round, so ε(δ) = 0 exactly. The first plan
@@ -555,6 +560,7 @@ def test_replans_compose_the_deciding_direction_alone(monkeypatch, query):
         assert float(one.lower) <= acc.get_delta(0.0235) * (1 + 1e-3)
 
 
+@pytest.mark.usefixtures("engine_one_round")
 def test_replans_after_one_that_did_not_help_refine_the_first_plan(monkeypatch):
     """One round at σ = 0.9, q = 1e-3, δ = 1e-9: the first pass misses the tolerance with
     an estimate near the planning guess, so the engine re-plans at the estimate. Where
@@ -1163,6 +1169,7 @@ def test_glrt_upper_bound_never_above_npo():
     assert float(npo.upper) <= 1.05 * pessimistic
 
 
+@pytest.mark.usefixtures("engine_one_round")
 @pytest.mark.parametrize(
     "sigma, q, delta",
     [(1.348, 0.00269, 3.21e-11), (1.641, 1.55e-5, 1.86e-14)],
@@ -1245,6 +1252,7 @@ def test_refined_period_against_the_two_point_closed_form():
     assert refine(1.5 * w_low) == (1.5 * w_low, 7.0)  # within twice the floor: untouched
 
 
+@pytest.mark.usefixtures("engine_one_round")
 def test_period_clears_a_bounded_loss_by_the_smoothing(monkeypatch):
     """One round at σ = 0.9, q = 1e-4, δ(0.013885) ≈ 1e-9 (50-digit mpmath truth): the
     grids' loss is bounded (sup ≈ 1.625), and the plan's aliasing from above left out the
@@ -1274,6 +1282,7 @@ def test_delta_far_below_small_delta_is_answered_to_an_absolute_accuracy(monkeyp
     assert 0.0 <= float(b.lower) <= float(b.upper) <= 1e-3 * planning.SMALL_DELTA
 
 
+@pytest.mark.usefixtures("engine_one_round")
 @pytest.mark.parametrize("sigma, q, delta", [(1.348, 0.00269, 3.21e-11), (1.231, 7.97e-6, 2.02e-9)])
 def test_delta_replan_sizes_the_scale_with_the_first_answer(sigma, q, delta):
     """δ(ε) of one round at small q, deep in the tail: the plan measured the damping's scale
@@ -1316,6 +1325,7 @@ def test_random_cases_bracket_the_exact_references():
         assert float(d.lower) <= truth <= float(d.upper), (sig, q, n, e, d)
 
 
+@pytest.mark.usefixtures("engine_one_round")
 def test_lower_bound_far_below_the_estimate_gets_more_nodes():
     """One round at σ = 0.9, q = 1e-3, δ = 1e-9: the upper bound was 5e-4 above the truth
     but the lower bound 0 (its smoothing deficit at 4096 nodes), so the bracket could not
@@ -1325,6 +1335,7 @@ def test_lower_bound_far_below_the_estimate_gets_more_nodes():
     assert float(b.lower) <= truth <= float(b.upper) <= (1 + 1e-3) * float(b.lower)
 
 
+@pytest.mark.usefixtures("engine_one_round")
 def test_epsilon_is_zero_when_delta_at_zero_is_certified_below_delta():
     """One round at σ = 0.3166, q = 6.02e-5: δ(0) = 5.3e-5 (50-digit profile), so ε(3.84e-4)
     is 0; the ε plan, tilted for a positive ε, gave [0, 0.0629]. A δ query at 0 now

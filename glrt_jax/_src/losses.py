@@ -373,6 +373,53 @@ def segment_tails(adversary, d, mu, q, x, is_add, exp_x=None):
     return tuple(jnp.where(valid, t, lim) for t, lim in zip(tails, lims, strict=True))
 
 
+def hinge_terms(adversary, d, mu, q, eps):
+    """One round's ``δ(ε) = P'[L' > ε] − e^ε Q'[L' > ε]`` per direction, as terms.
+
+    Returns ``(coef, tail, ulps)``, each of shape ``eps.shape + (n_dir, 3)`` (the
+    directions of :func:`loss_directions` for the static ``adversary``, a key of
+    :func:`program_key`; ``d`` as for :func:`segment_tails`), with
+    ``δ = c₀t₀ − c₁t₁ − c₂t₂``: non-negative coefficients, tails of the base pair at the
+    round's level, each computed on its own (no difference of tails, so that a bound on
+    each tail's error bounds δ's), and a bound on each coefficient's relative error in
+    units of the unit roundoff where it can exceed a few.
+
+    * remove (``L' > ε ⇔ L > b``): ``q·P[L > b] − (e^ε − 1 + q)·Q[L > b]``;
+    * add (``L' > ε ⇔ L < b``, for ``ε < −log(1 − q)``; beyond it δ = 0 and the
+      coefficients are 0): ``(1 − (1 − q)e^ε)·Q[L < b] − q e^ε·P[L < b]``, the first
+      coefficient ``−expm1(ε + log(1 − q))``, whose argument carries ``log(1 − q)``'s
+      rounding (``ulps``: ``8(1 + |log(1 − q)|/|ε + log(1 − q)|)``);
+    * replace (NPO, the level's ``z``): ``q·Φ(μ − z) − q e^ε·Φ(−μ − z) −
+      (e^ε − 1)(1 − q)·Φ(−z)``.
+    """
+    eps = jnp.asarray(eps, jnp.result_type(float))
+    e_eps, em1 = jnp.exp(eps), jnp.expm1(eps)
+    zero, qs = jnp.zeros_like(eps), q * jnp.ones_like(eps)
+    if adversary == "npo":
+        z = _replace_threshold(eps, mu, q)
+        tails = [_normal_tails(z - mu)[0], _normal_tails(z + mu)[0], _normal_tails(z)[0]]
+        coef = [qs, q * e_eps, em1 * (1.0 - q)]
+        out = (coef, tails, [zero] * 3)
+        return tuple(jnp.stack(v, axis=-1)[..., None, :] for v in out)
+    valid_r, b_r = _remove_level(eps, 1.0 / e_eps, q)
+    valid_a, b_a = _remove_level(-eps, e_eps, q)
+    sp, fp, sq, fq = _base_tails(adversary, d, mu, jnp.stack([b_r, b_a], axis=-1))
+    sp, sq, fp, fq = sp[..., 0], sq[..., 0], fp[..., 1], fq[..., 1]
+    log_keep = jnp.log1p(-q)  # log(1 − q)
+    near = jnp.where(valid_a, jnp.abs(eps + log_keep), 1.0)
+    # (q = 1: log(1 − q) = −inf and the coefficient is exactly 1)
+    add_ulps = jnp.where(q < 1.0, 8.0 * (1.0 + jnp.abs(log_keep) / near), 0.0)
+    remove = [jnp.where(valid_r, c, 0.0) for c in (qs, em1 + q, zero)]
+    add = [jnp.where(valid_a, c, 0.0) for c in (-jnp.expm1(eps + log_keep), q * e_eps, zero)]
+    coef = jnp.stack([jnp.stack(remove, axis=-1), jnp.stack(add, axis=-1)], axis=-2)
+    tail = jnp.stack([jnp.stack([sp, sq, sq], axis=-1), jnp.stack([fq, fp, fp], axis=-1)], axis=-2)
+    add_ulps = jnp.where(valid_a, add_ulps, 0.0)
+    ulps = jnp.stack(
+        [jnp.stack([zero] * 3, axis=-1), jnp.stack([add_ulps, zero, zero], axis=-1)], axis=-2
+    )
+    return coef, tail, ulps
+
+
 def _ncx2_chernoff(t, d, lam):
     """Chernoff bounds ``(log sf, log cdf)`` of ``ncx2(d, λ)`` at ``t ≥ 0`` (λ = 0: χ²_d).
 
