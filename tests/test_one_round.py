@@ -98,6 +98,15 @@ def test_q1_is_the_gaussian_closed_form_in_both_relations(sigma, delta):
         assert gaussian_delta(truth, mu) <= float(d.upper) * (1 + 1e-9)
 
 
+def test_tails_below_the_smallest_normal_double_are_allowed_for():
+    """σ = 0.31, q = 1, δ = 1e-300 (far below the promised range, yet no bracket may miss):
+    at ε ≈ 124.5 the second term e^ε Q[L > b] is about 1e-300 while Q[L > b], below 1e-353,
+    underflows; taken as exact, the lower bound was 124.71."""
+    b = accountant.schedule_epsilon(0.31, 1.0, 1, 1e-300)
+    truth = one_round_epsilon(0.31, 1.0, 1e-300)
+    assert float(b.lower) <= truth <= float(b.upper), (b, truth)
+
+
 def test_epsilon_zero_where_delta_at_zero_is_already_small():
     """σ = 20, q = 1e-6: δ(0) ≈ 2e-8 lies below δ = 1e-3, so ε = 0 exactly; δ(0) itself is
     bracketed too."""

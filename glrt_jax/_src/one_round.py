@@ -26,22 +26,24 @@ both sides (``erfc`` of ``|x|``, or its complement where that is at least 1/2). 
 lower tails (the add direction's) come as complements of upper ones, accurate only in
 absolute terms, which at a tiny δ is not enough; GLRT keeps the engine.
 
-Why it is a bound. Each tail ``t`` is taken within ``TAIL_REL·t̂`` of its computed value
-``t̂``. ``TAIL_REL = 1e-10`` is a wide margin: the normal tails are within 2.2e-13 of
-50-digit values over their whole range (``tests/test_one_round.py`` fails above
-``TAIL_REL/100``; the rounding of ``x/√2`` moves ``Φ(−x)`` by a relative ``x²u``); the
-levels ``b`` and ``z`` carry a few ulps of ``ε`` and ``log q`` (for σ ≤ 20 a relative
-``|x|·Δx`` below 3e-11 of any tail above the smallest double, ``|x| ≤ 38``); and the
-coefficients and the sum round by a few ulps. The tests' brackets, about 4e-10 wide,
-hold the 50-digit truths over σ ∈ [0.3, 20], q ∈ [1e-6, 1] and δ ∈ [1e-15, 0.1].
-Raising the positive term and lowering the negative ones by the allowance gives an
-upper bound on δ(ε), the converse a lower bound;
-both are clipped to ``[0, 1]``. The answer is the maximum over the directions, so the
-maximum of the directions' bounds bounds it. ε(δ): any ε whose upper bound on δ(ε) is at
-most δ is an upper bound on ε(δ) (δ(ε) is non-increasing), and any ε whose lower bound
-exceeds δ lies below ε(δ); both are found by bisection on ``log ε`` (64 halvings of
-``[−745, log EPS_MAX]``, to the last bits of ε), the estimate likewise on the computed
-value.
+Why it is a bound. Each tail ``t`` is taken within ``TAIL_REL·t̂ + TAIL_ABS`` of its
+computed value ``t̂``: ``TAIL_ABS = 1e-307`` for tails below the smallest normal double,
+which underflow to subnormals or 0 (one round at σ = 0.31, q = 1, δ = 1e-300, ε ≈ 124.5:
+``e^ε Q[L > b]`` is about 1e-300 while ``Q[L > b]`` is below 1e-353; taken as exact, the
+lower bound came out at 124.71). ``TAIL_REL = 1e-10`` is a wide margin: the normal tails
+are within 2.2e-13 of 50-digit values over their whole range
+(``tests/test_one_round.py`` fails above ``TAIL_REL/100``; the rounding of ``x/√2``
+moves ``Φ(−x)`` by a relative ``x²u``); the levels ``b`` and ``z`` carry a few ulps of
+``ε`` and ``log q`` (for σ ≤ 20 a relative ``|x|·Δx`` below 3e-11 of any tail above the
+smallest double, ``|x| ≤ 38``); and the coefficients and the sum round by a few ulps.
+The tests' brackets, about 4e-10 wide, hold the 50-digit truths over σ ∈ [0.3, 20], q ∈
+[1e-6, 1] and δ ∈ [1e-15, 0.1]. Raising the positive term and lowering the negative ones
+by the allowance gives an upper bound on δ(ε), the converse a lower bound; both are
+clipped to ``[0, 1]``. The answer is the maximum over the directions, so the maximum of
+the directions' bounds bounds it. ε(δ): any ε whose upper bound on δ(ε) is at most δ is
+an upper bound on ε(δ) (δ(ε) is non-increasing), and any ε whose lower bound exceeds δ
+lies below ε(δ); both are found by bisection on ``log ε`` (64 halvings of ``[−745, log
+EPS_MAX]``, to the last bits of ε), the estimate likewise on the computed value.
 
 Where the cancellation between the terms is strong the bracket widens; the caller
 (:func:`glrt_jax._src.composition._query_once`) keeps this answer when it meets the
@@ -58,8 +60,10 @@ from jax import lax
 from glrt_jax._src import losses, programs
 from glrt_jax._src.transform import UNIT_ROUNDOFF
 
-# The tails' allowance, relative (see the module's docstring).
+# The tails' allowance, relative, and absolute for tails below the smallest normal double
+# (see the module's docstring).
 TAIL_REL = 1e-10
+TAIL_ABS = 1e-307
 # The ε search: bisection on log ε over [log ε_min, log EPS_MAX] (e^ε stays finite); ε
 # above EPS_MAX (far beyond one round's at δ ≥ 1e-15 for σ ≥ 0.3) is left to the engine.
 EPS_MAX = 700.0
@@ -73,8 +77,8 @@ def delta_bounds(loss, value, mu, q, eps):
     :func:`losses.phase_value`'s view of the round's value."""
     coef, tail, ulps = losses.hinge_terms(loss, value, mu, q, eps)  # (..., n_dir, 3)
     rel = TAIL_REL + ulps * UNIT_ROUNDOFF
-    lo_t = tail * jnp.maximum(1.0 - rel, 0.0)
-    hi_t = tail * (1.0 + rel)
+    lo_t = jnp.maximum(tail * (1.0 - rel) - TAIL_ABS, 0.0)
+    hi_t = tail * (1.0 + rel) + TAIL_ABS
     sign = jnp.asarray([1.0, -1.0, -1.0])
     upper = jnp.sum(coef * jnp.where(sign > 0, hi_t, lo_t) * sign, axis=-1)
     lower = jnp.sum(coef * jnp.where(sign > 0, lo_t, hi_t) * sign, axis=-1)
