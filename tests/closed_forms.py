@@ -122,3 +122,53 @@ def one_round_replace_delta(sigma, q, eps):
         p_tail = q * mp.ncdf(mu - z) + (1 - q) * mp.ncdf(-z)
         q_tail = q * mp.ncdf(-mu - z) + (1 - q) * mp.ncdf(-z)
         return float(max(p_tail - mp.e**e * q_tail, mp.mpf(0)))
+
+
+def glrt_one_round_delta(sigma, q, eps, d):
+    """δ(ε) of one Poisson-subsampled GLRT round (add/remove; the adversary sees
+    T = ‖y‖²/σ², ncx2(d, λ) against χ²_d with λ = 1/σ²), in 30-digit mpmath.
+
+    The base loss ℓ(t) = −λ/2 + log ₀F₁(; d/2; λt/4) is increasing in t, so each
+    direction's hockey-stick integral is a tail of T beyond the level's threshold, found
+    by bisection on ℓ itself; the tails are the Poisson mixture of regularised incomplete
+    gammas (weights e^{−λ/2}(λ/2)^j/j!, summed until they are below 1e-45 of the sum).
+    """
+    with mp.workdps(30):
+        mu, q, e, d = 1 / mp.mpf(sigma), mp.mpf(q), mp.mpf(eps), mp.mpf(d)
+        lam = mu * mu
+
+        def ell(t):
+            return -lam / 2 + mp.log(mp.hyp0f1(d / 2, lam * t / 4))
+
+        def threshold(b):  # t with ℓ(t) = b, for b above ℓ(0) = −λ/2
+            lo, hi = mp.mpf(0), mp.mpf(1)
+            while ell(hi) < b:
+                hi *= 2
+            for _ in range(120):
+                mid = (lo + hi) / 2
+                lo, hi = (mid, hi) if ell(mid) < b else (lo, mid)
+            return (lo + hi) / 2
+
+        def tails(t, upper):  # (P, Q) tails of T beyond t (upper) or below it
+            def gamma(a):
+                lims = (t / 2, mp.inf) if upper else (0, t / 2)
+                return mp.gammainc(a, *lims, regularized=True)
+
+            p, w, j = mp.mpf(0), mp.exp(-lam / 2), 0
+            while j <= lam / 2 or w > mp.mpf(10) ** -45 * max(p, mp.mpf(10) ** -300):
+                p += w * gamma(d / 2 + j)
+                j += 1
+                w *= lam / 2 / j
+            return p, gamma(d / 2)
+
+        # remove: (qP + (1 − q)Q, Q); the round's loss exceeds ε where ℓ(T) > b_r
+        b_r = mp.log((mp.e**e - 1 + q) / q)
+        sp, sq = tails(threshold(b_r), True) if b_r > -lam / 2 else (mp.mpf(1), mp.mpf(1))
+        remove = q * sp - (mp.e**e - 1 + q) * sq
+        add = mp.mpf(0)  # (Q, qP + (1 − q)Q): where ℓ(T) < b_a
+        if mp.e ** (-e) > 1 - q:
+            b_a = mp.log((mp.e ** (-e) - 1 + q) / q)
+            if b_a > -lam / 2:
+                fp, fq = tails(threshold(b_a), False)
+                add = fq - mp.e**e * ((1 - q) * fq + q * fp)
+        return float(max(remove, add, mp.mpf(0)))

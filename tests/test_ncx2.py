@@ -138,23 +138,26 @@ def test_grid_values():
 
 
 def test_mixture_alone_on_the_grid():
-    """The log sf by the Poisson mixture alone (the composition engine's GLRT tails for df
-    up to losses.MIXTURE_MAX_D) against the committed mpmath grid: within the public
+    """The log sf and log cdf by the Poisson mixture alone (the composition engine's GLRT
+    tails for df up to losses.MIXTURE_MAX_D; one round's lower tails) against the committed
+    mpmath grid: within the public
     logsf's tolerance where the engine uses it (nc ≤ 1000, i.e. σ ≥ 0.032), and within
     twice that on the rest of the grid (1.4e-13 at df = nc = 1e5: the mixture's window
     then holds thousands of terms)."""
     from glrt_jax._src.losses import MIXTURE_MAX_D
-    from glrt_jax._src.ncx2 import logsf_mixture
+    from glrt_jax._src.ncx2 import logcdf_mixture, logsf_mixture
 
     rows, x, df, nc = _batch(_load_refs(), "point", "x")
-    got = np.asarray(logsf_mixture(x, df, nc))
-    ref = np.array([float(mp.mpf(r["logsf"])) for r in rows])
-    err = np.abs(got - ref) / np.maximum(1.0, np.abs(ref))
     engine = (df <= MIXTURE_MAX_D) & (nc <= 1000.0)
-    assert np.all(np.isfinite(got)) and engine.sum() > 700
-    for mask, tol in ((engine, 1e-13), (~engine, 2e-13)):
-        worst = int(np.argmax(np.where(mask, err, 0.0)))
-        assert err[worst] <= tol, (rows[worst], got[worst])
+    assert engine.sum() > 700
+    for fn, key in ((logsf_mixture, "logsf"), (logcdf_mixture, "logcdf")):
+        got = np.asarray(fn(x, df, nc))
+        ref = np.array([float(mp.mpf(r[key])) for r in rows])
+        err = np.abs(got - ref) / np.maximum(1.0, np.abs(ref))
+        assert np.all(np.isfinite(got)), key
+        for mask, tol in ((engine, 1e-13), (~engine, 2e-13)):
+            worst = int(np.argmax(np.where(mask, err, 0.0)))
+            assert err[worst] <= tol, (key, rows[worst], got[worst])
 
 
 def test_mixture_pair_is_two_mixture_calls():

@@ -1,6 +1,7 @@
 """One round answered from its own tails (glrt_jax._src.one_round), against 50-digit
-references: the add/remove profile, the replace-one profile by its own root finder, and the
-Gaussian closed form at q = 1."""
+references: the add/remove profile, the replace-one profile by its own root finder, the
+Gaussian closed form at q = 1; GLRT against a 30-digit Poisson-mixture reference and the
+privacy profile at q = 1."""
 
 import math
 
@@ -11,6 +12,7 @@ import pytest
 from closed_forms import (
     gaussian_delta,
     gaussian_epsilon,
+    glrt_one_round_delta,
     one_round_delta,
     one_round_epsilon,
     one_round_replace_delta,
@@ -130,13 +132,48 @@ def test_one_round_among_empty_phases_and_against_the_engine(monkeypatch):
     assert _rel_width(engine) > 10 * EXACT  # (the engine's bracket: the tolerance's scale)
 
 
-def test_glrt_and_traced_queries_keep_the_engine():
-    """Only eager NPO queries take the exact path: GLRT (lower tails as complements, not
-    relatively accurate) and explicit sizes keep the engine, whose brackets are wider."""
-    glrt = accountant.schedule_epsilon(1.0, 0.01, 1, 1e-5, adversary="glrt", d=1)
-    npo = accountant.schedule_epsilon(1.0, 0.01, 1, 1e-5)
+def test_sized_queries_keep_the_engine():
+    """Explicit sizes ask for the engine at those sizes (as under ``jit``): its bracket,
+    the tolerance's scale, holds the tails' one."""
+    exact = accountant.schedule_epsilon(1.0, 0.01, 1, 1e-5)
     sized = accountant.schedule_epsilon(1.0, 0.01, 1, 1e-5, points=512, nodes=4096)
-    assert _rel_width(npo) <= EXACT
-    assert _rel_width(glrt) > EXACT and _rel_width(sized) > EXACT
-    assert float(glrt.upper) <= float(npo.upper)
-    assert float(sized.lower) <= float(npo.lower) and float(npo.upper) <= float(sized.upper)
+    assert _rel_width(exact) <= EXACT < _rel_width(sized)
+    assert float(sized.lower) <= float(exact.lower) and float(exact.upper) <= float(sized.upper)
+
+
+@pytest.mark.parametrize(
+    "sigma, q, delta, d",
+    [
+        (1.0, 0.01, 1e-5, 1),
+        (0.5, 1e-4, 1e-12, 1),
+        (0.7, 1e-3, 1e-10, 10),
+        (2.0, 0.3, 1e-6, 100),
+        (0.4, 1e-5, 1e-15, 3),
+    ],
+)
+def test_glrt_epsilon_against_the_mixture_reference(sigma, q, delta, d):
+    """GLRT: the 30-digit reference δ at the bracket's ends (δ(ε) decreases: the root lies
+    between them), and the δ query at the upper end holds the reference; never above NPO."""
+    b = accountant.schedule_epsilon(sigma, q, 1, delta, adversary="glrt", d=d)
+    assert glrt_one_round_delta(sigma, q, float(b.upper), d) <= delta
+    assert glrt_one_round_delta(sigma, q, float(b.lower), d) >= delta
+    assert _rel_width(b) <= 1e-6, b  # (the non-central χ² tails' wider allowance)
+    e = float(b.upper)
+    dq = accountant.schedule_delta(sigma, q, 1, e, adversary="glrt", d=d)
+    assert float(dq.lower) <= glrt_one_round_delta(sigma, q, e, d) <= float(dq.upper)
+    assert float(b.upper) <= float(accountant.schedule_epsilon(sigma, q, 1, delta).lower)
+
+
+@pytest.mark.parametrize("d", [1, 10])
+def test_glrt_at_q1_is_the_privacy_profile(d):
+    """q = 1: one GLRT round is the release of ``glrt_jax.profile`` (conjugation of the
+    symmetrised ROC, another code path), and the reference agrees with it too."""
+    from glrt_jax import profile
+
+    for delta in (1e-3, 1e-9, 1e-14):
+        b = accountant.schedule_epsilon(1.0, 1.0, 1, delta, adversary="glrt", d=d)
+        eps = float(profile.epsilon(delta, 1.0, d, adversary="glrt"))
+        assert float(b.lower) * (1 - 1e-9) <= eps <= float(b.upper) * (1 + 1e-9), (delta, b, eps)
+    e = 0.5
+    ref = glrt_one_round_delta(1.0, 1.0, e, d)
+    assert abs(float(profile.delta(e, 1.0, d, adversary="glrt")) - ref) <= 1e-11 * ref

@@ -975,9 +975,12 @@ def _query_once(
     if merge and not is_traced(noise_multiplier, sampling_rate, steps):
         sig, q, n, d = merge_phases(np.asarray(sig), np.asarray(q), np.asarray(n), d)
     exact = None
-    if _exact_one_round(query, n, target, adversary, points, nodes, traced):
+    if _exact_one_round(query, n, target, points, nodes, traced):
         i = int(np.argmax(n))
-        answer = one_round.one_round(query, sig[i], q[i], target, neighbouring=neighbouring)
+        di = d[i] if isinstance(d, tuple) else d
+        answer = one_round.one_round(
+            query, sig[i], q[i], target, adversary=adversary, d=di, neighbouring=neighbouring
+        )
         exact = Bounds(*(jax.device_put(v) for v in answer))
         if _meets(exact, tol, query):
             return exact
@@ -1017,16 +1020,16 @@ def _query_once(
     return bounds if exact is None else _intersect(bounds, exact)
 
 
-# Whether eager NPO queries of one round are answered from the round's tails
+# Whether eager queries of one round are answered from the round's tails
 # (:mod:`glrt_jax._src.one_round`); tests of the engine's own one-round answers turn it off.
 EXACT_ONE_ROUND = True
 
 
-def _exact_one_round(query, n, target, adversary, points, nodes, traced):
-    """Whether :func:`_query_once` answers from one round's tails: an eager NPO query of
+def _exact_one_round(query, n, target, points, nodes, traced):
+    """Whether :func:`_query_once` answers from one round's tails: an eager query of
     automatic sizes whose steps add up to one (ε queries; δ queries at an ε up to
     ``one_round.EPS_MAX``)."""
-    if not EXACT_ONE_ROUND or traced or adversary != "npo" or points is not None:
+    if not EXACT_ONE_ROUND or traced or points is not None:
         return False
     if nodes is not None or int(np.sum(n)) != 1:
         return False
@@ -1169,9 +1172,9 @@ def schedule_epsilon(
 
     The method (characteristic functions of per-round grids at fixed frequency nodes,
     smoothed Fourier inversion, one compiled program for any K and any number of
-    steps) and its proof are in :mod:`glrt_jax._src.composition`. An eager NPO query
-    of one round (the steps add up to 1) is answered from the round's own tails
-    instead, a bracket about 1e-9 wide (:mod:`glrt_jax._src.one_round`). Jittable (with
+    steps) and its proof are in :mod:`glrt_jax._src.composition`. An eager query of
+    one round (the steps add up to 1) is answered from the round's own tails instead,
+    a bracket about 1e-9 wide (:mod:`glrt_jax._src.one_round`). Jittable (with
     static ``d``, ``adversary``, ``neighbouring``, ``points``, ``nodes``), vmappable
     and differentiable in ``noise_multiplier`` and ``sampling_rate`` (implicit
     function of the certified upper bound at its root).

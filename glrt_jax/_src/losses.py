@@ -51,7 +51,7 @@ import math
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
-from jax.scipy.special import erfc
+from jax.scipy.special import erf, erfc
 
 from glrt_jax._src import ncx2
 from glrt_jax._src.llr import threshold
@@ -120,14 +120,20 @@ def _npo_parts(mu, b):
     return jnp.abs(a), tails
 
 
-def _glrt1_parts(mu, b):
-    """d = 1: T = Y² with Y ~ N(μ, 1) under P; ℓ(t) = −λ/2 + log cosh(μ √t). Arguments
-    (3, ...), tails."""
+def _glrt1_root(mu, b):
+    """d = 1: ``(v, pos, r)`` with ``v = b + λ/2``, ``pos`` where the level lies inside the
+    support, and ``r = √t``, ``ℓ(t) = b`` (1 elsewhere)."""
     v = b + 0.5 * mu * mu
     pos = (v > 0) & jnp.isfinite(v)
     vs = jnp.where(pos, v, 1.0)
     # √t = arccosh(e^v)/μ, arccosh(e^v) = v + log(1 + √(1 − e^{−2v})).
-    r = (vs + jnp.log1p(jnp.sqrt(-jnp.expm1(-2.0 * vs)))) / mu
+    return v, pos, (vs + jnp.log1p(jnp.sqrt(-jnp.expm1(-2.0 * vs)))) / mu
+
+
+def _glrt1_parts(mu, b):
+    """d = 1: T = Y² with Y ~ N(μ, 1) under P; ℓ(t) = −λ/2 + log cosh(μ √t). Arguments
+    (3, ...), tails."""
+    v, pos, r = _glrt1_root(mu, b)
 
     def tails(e):  # e = erfc(args/√2)
         sq = e[0]  # Q[T > t] = 2Φ(−√t)
@@ -159,6 +165,17 @@ def _either_base_tails(mu, b, is_npo):
     return tuple(jnp.where(is_npo, u, v) for u, v in zip(tails_n(e), tails_g(e), strict=True))
 
 
+def _glrtd_level(mu, b, d):
+    """General d: ``(λ, d, v, pos, t)`` with ``v = b + λ/2``, ``pos`` where the level lies
+    inside the support, and the threshold ``t = ℓ⁻¹(b)`` of T (clipped into it elsewhere)."""
+    lam = mu * mu
+    d = jnp.asarray(d, jnp.result_type(float))
+    v = b + 0.5 * lam
+    pos = (v > 0) & jnp.isfinite(v)
+    vf = jnp.clip(jnp.where(jnp.isfinite(v), v, 0.0), 1e-12 * lam, None)
+    return lam, d, v, pos, threshold(vf - 0.5 * lam, lam, d)
+
+
 def _glrtd_base_tails(mu, b, d, pair):
     """General d through glrt_jax.ncx2: tails of T at t = ℓ⁻¹(b).
 
@@ -174,12 +191,7 @@ def _glrtd_base_tails(mu, b, d, pair):
             lambda: _closed_base_tails(mu, b, _npo_parts),
             lambda dd: _glrtd_base_tails(mu, b, dd, pair),
         )
-    lam = mu * mu
-    d = jnp.asarray(d, jnp.result_type(float))
-    v = b + 0.5 * lam
-    pos = (v > 0) & jnp.isfinite(v)
-    vf = jnp.clip(jnp.where(jnp.isfinite(v), v, 0.0), 1e-12 * lam, None)
-    t = threshold(vf - 0.5 * lam, lam, d)
+    lam, d, v, pos, t = _glrtd_level(mu, b, d)
     # P = ncx2(d, λ) and Q = χ²_d together; the cdf is the sf's complement, used only
     # where it is the larger tail.
     log_sf = jnp.stack(pair(t, d, lam))
@@ -373,16 +385,62 @@ def segment_tails(adversary, d, mu, q, x, is_add, exp_x=None):
     return tuple(jnp.where(valid, t, lim) for t, lim in zip(tails, lims, strict=True))
 
 
+def _glrt1_lower_tails(mu, b):
+    """GLRT, d = 1: ``(P[L ≤ b], Q[L ≤ b], scale)``: ``Q[L ≤ b] = erf(r/√2)`` (``r = √t``;
+    not ``1 − erfc``, so small values keep their relative accuracy) and
+    ``P[L ≤ b] = Φ(r − μ) − Φ(−r − μ)``, a difference of normal tails, whose error is
+    relative to ``scale``, their sum."""
+    v, pos, r = _glrt1_root(mu, b)
+    below, mirror = _normal_tails(r - mu)[1], _normal_tails(r + mu)[0]
+    lim = jnp.where(jnp.isposinf(v), 1.0, 0.0)
+    out = (jnp.maximum(below - mirror, 0.0), erf(r * _SQRT_HALF), below + mirror)
+    return tuple(jnp.where(pos, o, lim) for o in out)
+
+
+def _glrtd_lower_tails(mu, b, d):
+    """GLRT, general d: ``(P[L ≤ b], Q[L ≤ b], scale)`` from the non-central χ² log-cdf
+    (the Poisson mixture's), relative to themselves (``scale = P[L ≤ b]``)."""
+    lam, d, v, pos, t = _glrtd_level(mu, b, d)
+    nc = jnp.stack([jnp.broadcast_to(lam, t.shape), jnp.zeros_like(t)])
+    fp, fq = jnp.exp(ncx2.logcdf_mixture(jnp.stack([t, t]), jnp.broadcast_to(d, nc.shape), nc))
+    lim = jnp.where(jnp.isposinf(v), 1.0, 0.0)
+    return tuple(jnp.where(pos, o, lim) for o in (fp, fq, fp))
+
+
+def _lower_tails(adversary, d, mu, b):
+    """``(P[L ≤ b], Q[L ≤ b], scale)`` of the base pair, each with relative accuracy (the
+    first relative to ``scale``): NPO's normal tails, or GLRT's (:func:`_base_tails`'
+    keys; its lower tails are complements of upper ones there)."""
+
+    def npo():
+        _, fp, _, fq = _closed_base_tails(mu, b, _npo_parts)
+        return fp, fq, fp
+
+    if adversary == "npo":
+        return npo()
+    if adversary == "closed":
+        is_npo = d == 0
+        both = zip(npo(), _glrt1_lower_tails(mu, b), strict=True)
+        return tuple(jnp.where(is_npo, u, g) for u, g in both)
+    if _is_one(d):
+        return _glrt1_lower_tails(mu, b)
+    if isinstance(d, tuple):
+        return _npo_or_glrt(d, npo, lambda dd: _glrtd_lower_tails(mu, b, dd))
+    return _glrtd_lower_tails(mu, b, d)
+
+
 def hinge_terms(adversary, d, mu, q, eps):
     """One round's ``δ(ε) = P'[L' > ε] − e^ε Q'[L' > ε]`` per direction, as terms.
 
-    Returns ``(coef, tail, ulps)``, each of shape ``eps.shape + (n_dir, 3)`` (the
+    Returns ``(coef, tail, scale, ulps)``, each of shape ``eps.shape + (n_dir, 3)`` (the
     directions of :func:`loss_directions` for the static ``adversary``, a key of
     :func:`program_key`; ``d`` as for :func:`segment_tails`), with
-    ``δ = c₀t₀ − c₁t₁ − c₂t₂``: non-negative coefficients, tails of the base pair at the
-    round's level, each computed on its own (no difference of tails, so that a bound on
-    each tail's error bounds δ's), and a bound on each coefficient's relative error in
-    units of the unit roundoff where it can exceed a few.
+    ``δ = c₀t₀ − c₁t₁ − c₂t₂``: non-negative coefficients; tails of the base pair at the
+    round's level, each computed on its own (the upper tails directly, the lower ones
+    not as complements of upper ones) so that a bound on each tail's error bounds δ's;
+    the magnitude each tail's error is relative to (the tail itself, or for GLRT's
+    ``P[L ≤ b]`` with d = 1, a difference of normal tails, their sum); and a bound on each
+    coefficient's relative error in units of the unit roundoff where it can exceed a few.
 
     * remove (``L' > ε ⇔ L > b``): ``q·P[L > b] − (e^ε − 1 + q)·Q[L > b]``;
     * add (``L' > ε ⇔ L < b``, for ``ε < −log(1 − q)``; beyond it δ = 0 and the
@@ -395,29 +453,32 @@ def hinge_terms(adversary, d, mu, q, eps):
     eps = jnp.asarray(eps, jnp.result_type(float))
     e_eps, em1 = jnp.exp(eps), jnp.expm1(eps)
     zero, qs = jnp.zeros_like(eps), q * jnp.ones_like(eps)
+
+    def per_direction(*rows):
+        return jnp.stack([jnp.stack(row, axis=-1) for row in rows], axis=-2)
+
     if adversary == "npo":
         z = _replace_threshold(eps, mu, q)
         tails = [_normal_tails(z - mu)[0], _normal_tails(z + mu)[0], _normal_tails(z)[0]]
         coef = [qs, q * e_eps, em1 * (1.0 - q)]
-        out = (coef, tails, [zero] * 3)
-        return tuple(jnp.stack(v, axis=-1)[..., None, :] for v in out)
+        tails = per_direction(tails)
+        return per_direction(coef), tails, tails, per_direction([zero] * 3)
     valid_r, b_r = _remove_level(eps, 1.0 / e_eps, q)
     valid_a, b_a = _remove_level(-eps, e_eps, q)
-    sp, fp, sq, fq = _base_tails(adversary, d, mu, jnp.stack([b_r, b_a], axis=-1))
-    sp, sq, fp, fq = sp[..., 0], sq[..., 0], fp[..., 1], fq[..., 1]
+    sp, _, sq, _ = _base_tails(adversary, d, mu, b_r)
+    fp, fq, fp_scale = _lower_tails(adversary, d, mu, b_a)
     log_keep = jnp.log1p(-q)  # log(1 − q)
     near = jnp.where(valid_a, jnp.abs(eps + log_keep), 1.0)
     # (q = 1: log(1 − q) = −inf and the coefficient is exactly 1)
-    add_ulps = jnp.where(q < 1.0, 8.0 * (1.0 + jnp.abs(log_keep) / near), 0.0)
+    add_ulps = jnp.where(valid_a & (q < 1.0), 8.0 * (1.0 + jnp.abs(log_keep) / near), 0.0)
     remove = [jnp.where(valid_r, c, 0.0) for c in (qs, em1 + q, zero)]
     add = [jnp.where(valid_a, c, 0.0) for c in (-jnp.expm1(eps + log_keep), q * e_eps, zero)]
-    coef = jnp.stack([jnp.stack(remove, axis=-1), jnp.stack(add, axis=-1)], axis=-2)
-    tail = jnp.stack([jnp.stack([sp, sq, sq], axis=-1), jnp.stack([fq, fp, fp], axis=-1)], axis=-2)
-    add_ulps = jnp.where(valid_a, add_ulps, 0.0)
-    ulps = jnp.stack(
-        [jnp.stack([zero] * 3, axis=-1), jnp.stack([add_ulps, zero, zero], axis=-1)], axis=-2
+    return (
+        per_direction(remove, add),
+        per_direction([sp, sq, sq], [fq, fp, fp]),
+        per_direction([sp, sq, sq], [fq, fp_scale, fp_scale]),
+        per_direction([zero] * 3, [add_ulps, zero, zero]),
     )
-    return coef, tail, ulps
 
 
 def _ncx2_chernoff(t, d, lam):

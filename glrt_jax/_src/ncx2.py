@@ -168,6 +168,18 @@ logsf_mixture.defjvp(_log_tail_jvp_of(logsf_mixture, True, "logsf"), symbolic_ze
 
 
 @jax.custom_jvp
+def logcdf_mixture(x, df, nc):
+    """:func:`logcdf` by the Poisson mixture alone (not public; for one round's lower tails,
+    :mod:`glrt_jax._src.one_round`): the same values and derivatives, one method in the
+    compiled program instead of the dispatcher's three tiers (``tests/test_ncx2.py``
+    checks it on the committed mpmath grid)."""
+    return bucketed(dispatch.logcdf_mixture_impl, x, df, nc)
+
+
+logcdf_mixture.defjvp(_log_tail_jvp_of(logcdf_mixture, False, "logcdf"), symbolic_zeros=True)
+
+
+@jax.custom_jvp
 def logsf_mixture_pair(x, df, nc):
     """``(logsf_mixture(x, df, nc), logsf_mixture(x, df, 0))`` (not public; for the GLRT's
     tails under both hypotheses at the same points).

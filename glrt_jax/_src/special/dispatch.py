@@ -204,13 +204,26 @@ def kernel_logsf_mixture_pair(x, df, nc):
     return _settled_logsf(x, bad, lsf), _settled_logsf(x, bad_central, lsf_central)
 
 
+def _settled_logcdf(x, bad, lcdf):
+    """log cdf at any ``x`` from its value ``lcdf`` at the interior points (as
+    :func:`_settled_logsf`)."""
+    lcdf = jnp.minimum(lcdf, 0.0)
+    out = jnp.where(x <= 0, -jnp.inf, jnp.where(jnp.isposinf(x), 0.0, lcdf))
+    return jnp.where(bad, jnp.nan, out)
+
+
 def kernel_logcdf(x, df, nc):
     """(log cdf,) at 1-D points; as :func:`kernel_logsf`."""
     bad, interior, xs, dfs, ncs = _safe_inputs(x, df, nc)
     lcdf, _, _ = eval_logcdf(xs, dfs, ncs)
-    lcdf = jnp.minimum(lcdf, 0.0)
-    out = jnp.where(x <= 0, -jnp.inf, jnp.where(jnp.isposinf(x), 0.0, lcdf))
-    return (jnp.where(bad, jnp.nan, out),)
+    return (_settled_logcdf(x, bad, lcdf),)
+
+
+def kernel_logcdf_mixture(x, df, nc):
+    """(log cdf,) at 1-D points by the Poisson mixture alone; as :func:`kernel_logsf_mixture`."""
+    bad, interior, xs, dfs, ncs = _safe_inputs(x, df, nc)
+    lcdf, _, _ = mixture.log_cdf_sum(xs, 0.5 * dfs, 0.5 * ncs)
+    return (_settled_logcdf(x, bad, lcdf),)
 
 
 def kernel_logpdf(x, df, nc):
@@ -293,6 +306,14 @@ def logcdf_impl(x, df, nc):
     """log cdf on arrays of any shape; as :func:`logsf_impl`."""
     x, df, nc = promote(x, df, nc)
     return batching.chunked(kernel_logcdf, x, df, nc, n_out=1)[0]
+
+
+@jax.jit
+def logcdf_mixture_impl(x, df, nc):
+    """log cdf by the Poisson mixture alone (:func:`kernel_logcdf_mixture`); as
+    :func:`logsf_impl`."""
+    x, df, nc = promote(x, df, nc)
+    return batching.chunked(kernel_logcdf_mixture, x, df, nc, n_out=1)[0]
 
 
 @jax.jit
