@@ -41,16 +41,16 @@ fails above ``TAIL_REL/100``; the rounding of ``x/√2`` moves ``Φ(−x)`` by a
 ``x²u``); the levels ``b`` and ``z`` carry a few ulps of ``ε`` and ``log q`` (for σ ≤ 20
 a relative ``|x|·Δx`` below 3e-11 of any tail above the smallest double, ``|x| ≤ 38``);
 and the coefficients and the sum round by a few ulps. The tests' brackets, about 1e-9
-wide (up to 5e-8 where ε lies below q; 1e-8 for GLRT with d > 1), hold the 50-digit
-truths over σ ∈ [0.3, 20], q ∈ [1e-6, 1] and δ ∈ [1e-15, 0.1] (GLRT: a 30-digit
-Poisson-mixture reference at d = 1 to 100). Raising the positive term and lowering the
-negative ones by the allowance gives an upper bound on δ(ε), the converse a lower bound;
-both are clipped to ``[0, 1]``. The answer is the maximum over the directions, so the
-maximum of the directions' bounds bounds it. ε(δ): any ε whose upper bound on δ(ε) is at
-most δ is an upper bound on ε(δ) (δ(ε) is non-increasing), and any ε whose lower bound
-exceeds δ lies below ε(δ); both are found by bisection on ``log ε`` (64 halvings of
-``[−745, log EPS_MAX]``, to the last bits of ε), the estimate likewise on the computed
-value.
+wide (1e-8 for GLRT with d > 1; up to 5e-8, and 2e-6 for GLRT with d = 100, where ε lies
+below q), hold the 50-digit truths over σ ∈ [0.3, 20], q ∈ [1e-6, 1] and δ ∈ [1e-15,
+0.1] (GLRT: a 30-digit Poisson-mixture reference at d = 1 to 100). Raising the positive
+term and lowering the negative ones by the allowance gives an upper bound on δ(ε), the
+converse a lower bound; both are clipped to ``[0, 1]``. The answer is the maximum over
+the directions, so the maximum of the directions' bounds bounds it. ε(δ): any ε whose
+upper bound on δ(ε) is at most δ is an upper bound on ε(δ) (δ(ε) is non-increasing), and
+any ε whose lower bound exceeds δ lies below ε(δ); both are found by bisection on ``log
+ε`` (64 halvings of ``[−745, log EPS_MAX]``, to the last bits of ε), the estimate
+likewise on the computed value.
 
 Where the cancellation between the terms is strong the bracket widens; the caller
 (:func:`glrt_jax._src.composition._query_once`) keeps this answer when it meets the
