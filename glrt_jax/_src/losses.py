@@ -300,7 +300,8 @@ def _base_tails(adversary, d, mu, b):
 
 
 def _stacked_pair(logsf):
-    """``(logsf(t, d, λ), logsf(t, d, 0))`` in one call of ``logsf`` (both tails stacked)."""
+    """``(logsf(t, d, λ), logsf(t, d, 0))`` in one call of ``logsf`` (both tails stacked;
+    any log-tail of the same signature, e.g. the log-cdf)."""
 
     def pair(t, d, lam):
         nc = jnp.stack([jnp.broadcast_to(lam, t.shape), jnp.zeros_like(t)])
@@ -401,8 +402,7 @@ def _glrtd_lower_tails(mu, b, d):
     """GLRT, general d: ``(P[L ≤ b], Q[L ≤ b], scale)`` from the non-central χ² log-cdf
     (the Poisson mixture's), relative to themselves (``scale = P[L ≤ b]``)."""
     lam, d, v, pos, t = _glrtd_level(mu, b, d)
-    nc = jnp.stack([jnp.broadcast_to(lam, t.shape), jnp.zeros_like(t)])
-    fp, fq = jnp.exp(ncx2.logcdf_mixture(jnp.stack([t, t]), jnp.broadcast_to(d, nc.shape), nc))
+    fp, fq = (jnp.exp(v) for v in _stacked_pair(ncx2.logcdf_mixture)(t, d, lam))
     lim = jnp.where(jnp.isposinf(v), 1.0, 0.0)
     return tuple(jnp.where(pos, o, lim) for o in (fp, fq, fp))
 
