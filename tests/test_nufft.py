@@ -160,3 +160,55 @@ def test_gradient_with_respect_to_weights(B):
     g = np.asarray(jax.grad(f)(v))
     exact = np.real(np.conj(w) @ np.exp(1j * np.arange(256)[:, None] * y))
     np.testing.assert_allclose(g, exact, rtol=0, atol=1e-12 * math.sqrt(256))
+
+
+def _precise(y, v, J):
+    """The precise sums compiled with XLA's default optimisation (which contracts
+    ``a·b + c`` into fused multiply-adds; the suite's quick options do not)."""
+    options = {"xla_backend_optimization_level": 3, "xla_cpu_use_fusion_emitters": True}
+    fn = jax.jit(lambda yy, vv: nufft.sums(yy, vv, J, precise=True))
+    return fn.lower(y, v).compile(options)(y, v)
+
+
+@pytest.mark.parametrize(
+    "kind, B, J",
+    [
+        ("random", 129, 256),
+        ("companded", 129, 4096),
+        ("clustered", 129, 1024),
+        ("one_point", 129, 16384),
+        ("cell_edges", 129, 2048),
+        ("wrap", 4097, 256),  # (the reference's own error then 0.9u)
+    ],
+)
+def test_precise_sums_within_their_bound(kind, B, J):
+    """Double-double sums: within their bound, which is about u·Σv (the final rounding),
+    where the float64 sums' is about 400u."""
+    y, v = _case(kind, B, np.random.default_rng(B + J))
+    s, bound = _precise(y, v, J)
+    s, bound = np.asarray(s), float(bound)
+    ref, ref_err = _reference(y, v, J)
+    err = np.abs(s - ref) - ref_err - 2.0**-53 * np.abs(ref)
+    assert np.all(err <= bound), (np.max(err), bound)
+    assert bound <= 1.01 * 2.0**-53
+    # Useful: the float64 sums are hundreds of times less accurate on the same case.
+    assert float(_sums(y, v, J)[1]) > 100 * bound
+
+
+def test_precise_sums_need_sixteen_nodes_and_keep_nan_and_derivatives():
+    y, v = _case("companded", 65, np.random.default_rng(0))
+    with pytest.raises(ValueError, match="J a power of two >= 16"):
+        nufft.sums(y, v, 8, precise=True)
+    yy = y.copy()
+    yy[20] = np.nan
+    assert np.all(np.isnan(np.asarray(_precise(yy, v, 64)[0])))
+    w = np.random.default_rng(1).normal(size=64)
+
+    def f(vv, precise):
+        s, _ = nufft.sums(y, vv, 64, precise=precise)
+        return jax.numpy.real(jax.numpy.vdot(w, s))
+
+    g = np.asarray(jax.grad(f)(v, True))
+    np.testing.assert_allclose(g, np.asarray(jax.grad(f)(v, False)), rtol=0, atol=1e-13)
+    exact = np.real(w @ np.exp(1j * np.arange(64)[:, None] * y))
+    np.testing.assert_allclose(g, exact, rtol=0, atol=1e-12)

@@ -22,7 +22,7 @@ import numpy as np
 from jax import lax
 from jax.scipy.special import logsumexp
 
-from glrt_jax._src import grids, losses, nufft, planning
+from glrt_jax._src import double_double, grids, losses, nufft, planning
 from glrt_jax._src.shapes import phase_block, vmap_block
 
 # Unit roundoff of float64 (the engine's error terms are in units of it).
@@ -55,8 +55,8 @@ def node_terms(x, p, a, dw, J):
     v = jnp.exp(logw - log_m)
     c = jnp.sum(v * x)
     c_sg = lax.stop_gradient(c)
-    d_hi, d_lo = nufft.two_sum(x, -c_sg)
-    y_hi, y_err = nufft.two_product(jnp.full_like(x, dw), d_hi)
+    d_hi, d_lo = double_double.two_sum(x, -c_sg)
+    y_hi, y_err = double_double.two_product(jnp.full_like(x, dw), d_hi)
     y_lo = y_err + dw * d_lo
     y_hi, y_lo = lax.stop_gradient(y_hi), lax.stop_gradient(y_lo)
     s, e_sum = nufft.sums(y_hi, v, J, y_lo=y_lo)
