@@ -1222,6 +1222,31 @@ def test_period_planned_with_tilts_just_above_the_damping(monkeypatch, delta, no
     assert 0.0 < float(bounds.lower) <= float(bounds.upper) <= (1 + 1e-3) * float(bounds.lower)
 
 
+def test_double_double_transforms_where_their_rounding_holds_the_bracket(monkeypatch):
+    """σ = 0.9, q = 1e-4, N = 100, δ = 1e-15: each round is a near-atom of losses of order
+    q beside a far tail, so the Chernoff scale that the inversion's error terms are
+    relative to lies far above δ, and the float64 transforms' rounding (about 400u per
+    round and node) held the bracket at [0.39138, 0.39234] (2.5e-3 wide) whatever the
+    sizes. The re-plan with double-double transforms (nufft.sums(precise=True): about u)
+    proves the tolerance, and its bracket overlaps the float64 passes' (both certified;
+    dp_accounting's optimistic ε at this δ is 3.98, ten times the truth: no reference).
+    The transforms themselves are checked against mpmath in tests/test_nufft.py."""
+    passes = _record_passes(monkeypatch, "precise")
+    b = accountant.schedule_epsilon(0.9, 1e-4, 100, 1e-15)
+    assert passes[-1] is True and not any(passes[:-1]), passes
+    lo, up = float(b.lower), float(b.upper)
+    assert 0.0 < lo <= up <= (1 + 1e-3) * lo, b
+
+    staged = composition._staged
+    monkeypatch.setattr(
+        composition, "_staged", lambda *a, **k: staged(*a, **(k | {"precise": False}))
+    )
+    b64 = accountant.schedule_epsilon(0.9, 1e-4, 100, 1e-15)
+    lo64, up64 = float(b64.lower), float(b64.upper)
+    assert up64 - lo64 > 2e-3 * up64  # (the float64 transforms alone miss the tolerance)
+    assert max(lo, lo64) <= min(up, up64)
+
+
 def test_refined_period_against_the_two_point_closed_form():
     """planning._refine_period on a two-point pmf (masses 1 − p at 0 and p at x per round,
     N rounds), whose composed Λ(b) = N log(1 − p + p e^{bx}) is known in closed form: the

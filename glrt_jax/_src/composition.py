@@ -258,18 +258,20 @@ def _plan_joined_program(
     )
 
 
-def _sums(mu, q, n, p, values, only, *, loss, B, J):
+def _sums(mu, q, n, p, values, only, *, loss, B, J, precise=False):
     """The phase sums of plan ``p`` (and its smoothing and bound tilts); ``only``: None,
     or the index of the one direction to compose (an int64, data: one program serves
-    each direction; its plan then goes on to the bounds)."""
+    each direction; its plan then goes on to the bounds); ``precise``: each round's
+    transform in double-double (:func:`glrt_jax._src.transform.node_terms`)."""
     if only is not None:
         p = _one_direction(p, only)
     tau = planning.smoothing_width(p, J)
     tilts = planning.bound_tilts(p)
     dw = 2.0 * jnp.pi / p.W
     carry = transform.phase_sums(
-        mu, q, n, p, values, p.a, dw, tilts, loss=loss, B=B, J=J, direction=only
-    )
+        mu, q, n, p, values, p.a, dw, tilts, loss=loss, B=B, J=J, direction=only,
+        precise=precise,
+    )  # fmt: skip
     if only is None:
         return carry, tau, tilts
     return carry, tau, tilts, p._replace(xp=None, pp=None)
@@ -284,27 +286,31 @@ def _one_direction_work(only):
 
 
 @programs.stored(
-    static_argnames=("loss", "B", "J"),
+    static_argnames=("loss", "B", "J", "precise"),
     size=lambda mu, q, n, p, values, only, *, B, J, **_: (
         mu.shape[0] * (B + J) // _one_direction_work(only)
     ),
 )
-def _sums_program(mu, q, n, p, values, only, *, loss, B, J):
-    return _sums(mu, q, n, p, values, only, loss=loss, B=B, J=J)
+def _sums_program(mu, q, n, p, values, only, *, loss, B, J, precise=False):
+    return _sums(mu, q, n, p, values, only, loss=loss, B=B, J=J, precise=precise)
 
 
 @programs.stored(
-    static_argnames=("loss", "B", "J", "length"),
+    static_argnames=("loss", "B", "J", "length", "precise"),
     size=lambda mu, q, n, p, values, only, *_, B, J, length, **__: (
         length * (B + J) // _one_direction_work(only)
     ),
 )
-def _part_sums_program(mu, q, n, p, values, only, start, count, *, loss, B, J, length):
+def _part_sums_program(
+    mu, q, n, p, values, only, start, count, *, loss, B, J, length, precise=False
+):
     """:func:`_sums_program` over the ``count`` phases from ``start`` (see
     :func:`_slice_phases`)."""
     cut, steps = _slice_phases(n, start, count, length)
     part = p._replace(xp=cut(p.xp), pp=cut(p.pp))
-    return _sums(cut(mu), cut(q), steps, part, cut(values), only, loss=loss, B=B, J=J)
+    return _sums(
+        cut(mu), cut(q), steps, part, cut(values), only, loss=loss, B=B, J=J, precise=precise
+    )
 
 
 @programs.stored(static_argnames=("J", "query"), size=lambda *_, J, **__: J)
@@ -394,7 +400,10 @@ def _sums_in_halves(halves, mu, q, n, p, values, only, **static):
     return (carry, *first_out[1:])
 
 
-def _staged(valid, mu, q, n, target, p, *, adversary, d, neighbouring, B, J, query, only=None):
+def _staged(
+    valid, mu, q, n, target, p, *, adversary, d, neighbouring, B, J, query, only=None,
+    precise=False,
+):  # fmt: skip
     """The phase sums and bounds of plan ``p``; ``only``: the index of the one direction
     to compose (the answer is then that direction's, not the maximum over directions).
 
@@ -413,8 +422,9 @@ def _staged(valid, mu, q, n, target, p, *, adversary, d, neighbouring, B, J, que
     loss, values = losses.program_key(adversary, d, neighbouring, mu.shape[0])
     halves = _halves(n, mu, q, p, values)
     one = functools.partial(
-        _one_pass, valid, mu, q, n, target, p, loss, values, halves, B=B, J=J, query=query
-    )
+        _one_pass, valid, mu, q, n, target, p, loss, values, halves, B=B, J=J, query=query,
+        precise=precise,
+    )  # fmt: skip
     if not _apart(loss, halves, only) or is_traced(valid, mu, q, n, target, p, values):
         return one(only)
     if programs.preparing_now():  # (one program serves each direction)
@@ -429,14 +439,17 @@ def _apart(loss, halves, only):
     return only is None and halves is None and len(losses.loss_directions(loss)) > 1
 
 
-def _one_pass(valid, mu, q, n, target, p, loss, values, halves, only, *, B, J, query):
+def _one_pass(
+    valid, mu, q, n, target, p, loss, values, halves, only, *, B, J, query, precise=False
+):  # fmt: skip
     """:func:`_staged`'s pass over direction ``only`` (every direction: None), its phase
     sums in ``halves`` (:func:`_halves`; None: whole)."""
     index = None if only is None else np.int64(only)
+    sums = dict(loss=loss, B=B, J=J, precise=precise)
     if halves is not None:
-        out = _sums_in_halves(halves, mu, q, n, p, values, index, loss=loss, B=B, J=J)
+        out = _sums_in_halves(halves, mu, q, n, p, values, index, **sums)
     else:
-        out = _sums_program(mu, q, n, p, values, index, loss=loss, B=B, J=J)
+        out = _sums_program(mu, q, n, p, values, index, **sums)
     carry, tau, tilts = out[:3]
     gam = (B + 4) * UNIT_ROUNDOFF
     # Only per-direction data goes on: the bounds program does not depend on K.
@@ -755,18 +768,24 @@ def _refine(
     ε); a δ answer outside the tolerance (plan again once with its estimate in place of
     the Chernoff bound on δ); a smoothing share above the tolerance (a steep loss tail at
     ε: less smoothing, more nodes); when none of these applies or a re-plan stopped
-    improving the bound, an upper bound more than tol/2 above the estimate (the grids'
-    discretisation: four times the points); and, with the upper bound settled, a lower
-    bound more than tol/2 below the estimate (its smoothing deficit: half the smoothing,
-    twice the nodes). Each re-plan gives another valid bracket; the intersection is kept.
-    A bracket with ``upper ≤ (1 + tol)·lower`` already proves the tolerance met (the truth
-    is at least ``lower``) and ends the re-plans, whatever the plan's guesses were. Where
-    the directions' upper bounds show that one direction alone decides the answer
-    (:func:`_deciding_direction`), the re-plans compose that direction alone; ``only``
-    and ``others_up``: a first pass that composed direction ``only`` alone (the others'
-    bound ``others_up``, see :func:`_lead_alone`).
+    improving the bound, a bracket more than tol/2 away from the estimate on either side
+    of which the per-round transforms' rounding (``diag["rounding"]``) makes a tenth or
+    more (small q and tiny δ, where the Chernoff scale of the error terms lies far above
+    δ: the same plan with double-double transforms, ``nufft.sums(precise=True)``, for
+    this pass and every one after it); an upper bound more than tol/2 above the estimate
+    (the grids' discretisation: four times the points); and, with the upper bound
+    settled, a lower bound more than tol/2 below the estimate (its smoothing deficit:
+    half the smoothing, twice the nodes). Each re-plan gives another valid bracket; the
+    intersection is kept. A bracket with ``upper ≤ (1 + tol)·lower`` already proves the
+    tolerance met (the truth is at least ``lower``) and ends the re-plans, whatever the
+    plan's guesses were. Where the directions' upper bounds show that one direction alone
+    decides the answer (:func:`_deciding_direction`), the re-plans compose that direction
+    alone; ``only`` and ``others_up``: a first pass that composed direction ``only``
+    alone (the others' bound ``others_up``, see :func:`_lead_alone`).
     """
     hint, cap, floor = jnp.nan, np.inf, 0.0
+    precise = False
+    last = bounds  # the bracket of the pass behind ``diag``
     share_max = 0.5 * float(tol)
     tau_min = _TAU_CAP_MIN * float(diag["tau_decide"])
     settled = False  # a re-plan that did not improve the bound: only more points are left
@@ -775,7 +794,7 @@ def _refine(
             break
         if only is None:
             only, others_up = _deciding_direction(diag, bounds)
-        kept = (hint, cap, floor, sizes, diag)  # the plan behind the bracket so far
+        kept = (hint, cap, floor, sizes, diag, precise, last)  # the plan behind the bracket
         again = False
         est = float(bounds.estimate)
         if static["query"] == "epsilon" and not settled:
@@ -800,49 +819,67 @@ def _refine(
             if share > share_max:
                 step, again = min(step, 0.5), True
             cap = max(min(cap, step * float(diag["tau_decide"])), tau_min)
+        known = np.isfinite(est) and est > 0
+        gap = (float(bounds.upper) - est) / est if known else np.nan
+        low = (est - float(bounds.lower)) / est if known else np.nan
+        # Either bound far from the estimate, and the per-round transforms' rounding
+        # (relative to the Chernoff scale, which a bimodal round puts far above δ: small
+        # q, tiny δ) a tenth of that gap or more: the same plan, its transforms in
+        # double-double (nufft.sums(precise=True): about u instead of 400u per round),
+        # for this pass and the re-plans after it. σ = 0.9, q = 1e-4, N = 100,
+        # δ = 1e-15: [0.391383, 0.392341] → [0.391812, 0.391937] (the map of
+        # benchmarks/certify.py: 66 → 72 of 80 cells within tol).
+        wide = max(gap, low) if known else np.nan
+        rounding = float(diag.get("rounding", 0.0))
+        more_precise = not (again or precise) and wide > share_max and rounding > 0.1 * wide
         # With the plan settled, an upper bound far above the estimate is the per-round
         # grids' discretisation (its other terms are sized far below tol): the plan's
         # b_need comes from a variance picture that few heavy-tailed rounds at a small δ
         # break (N = 10, q = 1e-3, δ = 1e-10 needs 2048 points, not 512). Four times the
         # points.
-        known = np.isfinite(est) and est > 0
-        gap = (float(bounds.upper) - est) / est if known else np.nan
-        more_points = not again and gap > share_max and sizes[0] < POINTS[-1]
+        more_points = not (again or more_precise) and gap > share_max and sizes[0] < POINTS[-1]
         # The upper bound settled and the lower bound far below the estimate: its
         # smoothing deficit (and aliasing) shrink with the width τ. Half the width (twice
         # the nodes); one round at σ = 0.9, q = 1e-3, δ = 1e-9: [0, 0.22046] at 4096
         # nodes, [0.22026, 0.22046] at 8192.
-        low = (est - float(bounds.lower)) / est if known else np.nan
-        more_nodes = not (again or more_points) and low > share_max and sizes[1] < NODES[-1]
+        more_nodes = (
+            not (again or more_points or more_precise) and low > share_max and sizes[1] < NODES[-1]
+        )
         if more_nodes:
             cap = max(min(cap, 0.5 * float(diag["tau_decide"])), tau_min)
-        if not (again or more_points or more_nodes):
+        if not (again or more_points or more_nodes or more_precise):
             break
+        precise = precise or more_precise
         hint_a, cap_a, floor_a = np.float64(hint), np.float64(cap), np.float64(floor)
         p = _plan_stage(mu, q, n, target, tol, hint_a, cap_a, floor_a, **static)
         at_least = sizes
         if more_points or more_nodes:  # four times the points, or twice the nodes
             at_least = (4 * sizes[0], sizes[1]) if more_points else (sizes[0], 2 * sizes[1])
         sizes = _sizes_for(p, at_least=at_least, replan=True)
-        _prepare_pass(valid, mu, q, n, target, p, sizes, only, static)
-        new, diag = _staged(valid, mu, q, n, target, p, B=sizes[0], J=sizes[1], only=only, **static)
+        _prepare_pass(valid, mu, q, n, target, p, sizes, only, static, precise)
+        new, diag = _staged(
+            valid, mu, q, n, target, p, B=sizes[0], J=sizes[1], only=only, precise=precise,
+            **static,
+        )  # fmt: skip
         if only is not None:  # the answer is the maximum over directions
             up = jax.device_put(np.maximum(np.asarray(new.upper), others_up))
             new = new._replace(upper=up)
         if more_nodes:
             better = float(new.lower) > float(bounds.lower)
+        elif more_precise:  # (against the same plan's bracket without it)
+            better = float(new.upper) - float(new.lower) < float(last.upper) - float(last.lower)
         else:
             better = float(new.upper) < float(bounds.upper)
-        bounds = _intersect(bounds, new)
+        bounds, last = _intersect(bounds, new), new
         if not better:
-            if more_points or more_nodes:
+            if more_points or more_nodes or more_precise:
                 break
             # More points or nodes then refine the plan that gave the bracket, not the one
             # that did not improve it (σ = 0.9, q = 1e-5, N = 10⁴, δ = 1e-6: the re-plan at
             # the estimate took 2¹⁸ nodes and a bracket 3.8e-2 wide, after which no more
             # nodes were left for the first plan's 1.4e-3).
             settled = True
-            hint, cap, floor, sizes, diag = kept
+            hint, cap, floor, sizes, diag, precise, last = kept
     return bounds
 
 
@@ -1099,7 +1136,7 @@ def _prepare_first_pass(valid, mu, q, n, target, tol, static):
     _prepare_pass(valid, mu, q, n, target, p, _sizes_for_needs(mu.shape[0], 0.0, 0.0), None, static)
 
 
-def _prepare_pass(valid, mu, q, n, target, p, sizes, only, static):
+def _prepare_pass(valid, mu, q, n, target, p, sizes, only, static, precise=False):
     """A pass whose phase sums are not compiled yet (the first pass, whose plan ``p`` may
     be its output shapes, or a re-plan): its sums and bounds are traced in the background
     (:func:`programs.ahead`), the bounds while the sums compile, so that the two compile
@@ -1110,7 +1147,7 @@ def _prepare_pass(valid, mu, q, n, target, p, sizes, only, static):
         static["adversary"], static["d"], static["neighbouring"], mu.shape[0]
     )
     B, J = sizes
-    sums = dict(loss=loss, B=B, J=J)
+    sums = dict(loss=loss, B=B, J=J, precise=precise)
     halves = _halves(n, mu, q, p, values)
     index = None if only is None else np.int64(only)
     if _apart(loss, halves, only):
@@ -1120,7 +1157,9 @@ def _prepare_pass(valid, mu, q, n, target, p, sizes, only, static):
             return
     elif _part_sums_program.loaded(mu, q, n, p, values, index, *_ZEROS, length=halves[2], **sums):
         return
-    programs.ahead(lambda: _staged(valid, mu, q, n, target, p, B=B, J=J, only=only, **static))
+    programs.ahead(
+        lambda: _staged(valid, mu, q, n, target, p, B=B, J=J, only=only, precise=precise, **static)
+    )
 
 
 def schedule_epsilon(

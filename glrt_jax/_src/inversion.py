@@ -106,6 +106,7 @@ def query_bounds(carry, p, tau, tilts, n_tot, target, gam, *, J, query):
             node_err = node_err + mag * jnp.expm1(rel)
             scale = dw_i / (2.0 * jnp.pi)
             fp = scale * jnp.sum(wk * jnp.minimum(node_err, abs_factor + cap))
+            nodes_fp = fp  # (the transforms' and their logs' share, for the diagnostics)
             # The sums' rounding: a node's value rounds by a few u of its size (its factors'
             # products, 8u in all), and the trapezoid sum is two dot products (rows of R
             # nodes, then J/R rows; any order: γ_n of the terms' sizes each), so
@@ -116,7 +117,7 @@ def query_bounds(carry, p, tau, tilts, n_tot, target, gam, *, J, query):
             fp = fp + 2.0 * (R + J // R + 8) * UNIT_ROUNDOFF * total_mag
             phase = 8.0 * UNIT_ROUNDOFF * scale * jnp.sum(wk * om * mag)
             base = (wk * g).reshape(J // R, R)
-            return base, fp + trunc, phase, jnp.abs(theta), lm + 0.5 * var * a_i * a_i
+            return base, fp + trunc, phase, jnp.abs(theta), lm + 0.5 * var * a_i * a_i, nodes_fp
 
         def side_setup(side, v):
             """The side's δ_X at variance τ² and its density at variance ``v``."""
@@ -143,7 +144,7 @@ def query_bounds(carry, p, tau, tilts, n_tot, target, gam, *, J, query):
     frozen = lax.stop_gradient(live)
 
     def trap(prep, a_i, dw_i, eps):
-        base, err, phase, abs_c, log_c0 = prep
+        base, err, phase, abs_c, log_c0, _ = prep
         err = err + phase * (abs_c + jnp.abs(eps))
         p1 = jnp.exp(-1j * dw_i * eps * jnp.arange(R))
         p0 = jnp.exp(-1j * (R * dw_i) * eps * jnp.arange(J // R))
@@ -222,6 +223,16 @@ def query_bounds(carry, p, tau, tilts, n_tot, target, gam, *, J, query):
         f, _, log_cf = trap(prep_up_f, a_i, dw_i, eps)
         return _scaled(f, log_cf)
 
+    def rounding(d, eps):
+        """The larger of the two sides' errors in δ from the per-round transforms and
+        their logs at ε (one direction): what double-double transforms would remove
+        (reported, as the smoothing's share below, relative to the answer: δ, or for ε
+        queries ε·|dδ/dε|)."""
+        ((prep_up, _), (prep_lo, _)), a_i, tau_i, *_ = d
+        up = prep_up[5] * jnp.exp(prep_up[4] - a_i * (eps - 0.5 * tau_i**2) + n_tot * gam)
+        lo = prep_lo[5] * jnp.exp(prep_lo[4] - a_i * eps + n_tot * gam)
+        return jnp.maximum(up, lo)
+
     def per_direction(fn, d=frozen):
         """``fn`` for every direction at once: ε of shape (n_dir,) to values (n_dir,)."""
         return lambda eps: jax.vmap(fn)(d, eps)
@@ -238,6 +249,7 @@ def query_bounds(carry, p, tau, tilts, n_tot, target, gam, *, J, query):
         ups = jnp.where(cap < ups, cap, ups)
         lows, ests = per_direction(lower_delta)(eps), per_direction(raw_delta)(eps)
         shares = 0.5 * tau**2 * per_direction(raw_density)(eps) / jnp.maximum(ests, tiny)
+        roundings = per_direction(rounding)(eps) / jnp.maximum(ests, tiny)
     else:
         delta = lax.stop_gradient(target)
         zero = jnp.zeros(a.shape)
@@ -286,6 +298,7 @@ def query_bounds(carry, p, tau, tilts, n_tot, target, gam, *, J, query):
         e1 = jnp.where(jnp.isfinite(ee) & (ee > 0), ee, 1.0)
         rate = jnp.abs(jax.vmap(jax.grad(raw_delta, argnums=1))(frozen, e1))
         shares = 0.5 * tau**2 * per_direction(raw_density)(e1) / jnp.maximum(rate * e1, tiny)
+        roundings = per_direction(rounding)(e1) / jnp.maximum(rate * e1, tiny)
     up = _pick_max(ups)
     low = lax.stop_gradient(jnp.max(lows))
     est = lax.stop_gradient(jnp.max(ests))
@@ -300,6 +313,7 @@ def query_bounds(carry, p, tau, tilts, n_tot, target, gam, *, J, query):
         b_need=p.b_need,
         j_need=p.j_need,
         smoothing=lax.stop_gradient(shares[decide]),
+        rounding=lax.stop_gradient(roundings[decide]),
         tau_decide=tau[decide],
         ups=ups,
     )

@@ -39,7 +39,7 @@ def chunk_phases(J: int) -> int:
     return max(_CHUNK_MIN, min(_CHUNK_MAX, _CHUNK_NODES // J))
 
 
-def node_terms(x, p, a, dw, J):
+def node_terms(x, p, a, dw, J, precise=False):
     """Per-node ``log`` term (nodes ``kΔω``, k < J), its error bound, tilted mean, log M(a).
 
     ``Σ_b v_b e^{iω_k(x_b − c)}`` at all ``J`` nodes is one non-uniform FFT
@@ -47,7 +47,10 @@ def node_terms(x, p, a, dw, J):
     ``Δω(x_b − c)`` are formed in double-double (exact sum, exact product), so the sum is
     that of the exact phases; the tilted mean ``c`` enters the derivative through an
     explicit factor ``1 − iω(c − c)`` (exactly 1 in value; the first-order expansion of
-    ``e^{−iω(c − c)}``, with the same derivative).
+    ``e^{−iω(c − c)}``, with the same derivative). ``precise`` (static): the sums in
+    double-double (their bound about ``u`` instead of ``400u``; the positions' product
+    then by :func:`glrt_jax._src.double_double.product`, within ``3u²`` whatever the
+    compiler contracts).
     """
     lp = grids.safe_log(p)
     logw = lp + a * x
@@ -56,10 +59,11 @@ def node_terms(x, p, a, dw, J):
     c = jnp.sum(v * x)
     c_sg = lax.stop_gradient(c)
     d_hi, d_lo = double_double.two_sum(x, -c_sg)
-    y_hi, y_err = double_double.two_product(jnp.full_like(x, dw), d_hi)
+    product = double_double.product if precise else double_double.two_product
+    y_hi, y_err = product(jnp.full_like(x, dw), d_hi)
     y_lo = y_err + dw * d_lo
     y_hi, y_lo = lax.stop_gradient(y_hi), lax.stop_gradient(y_lo)
-    s, e_sum = nufft.sums(y_hi, v, J, y_lo=y_lo)
+    s, e_sum = nufft.sums(y_hi, v, J, y_lo=y_lo, precise=precise)
     om = dw * jnp.arange(J)
     # e^{−iω(c − c_sg)} to first order: exactly 1 in value, its derivative in c (no J
     # complex exponentials of 0 in the compiled program).
@@ -89,7 +93,7 @@ def row_length(J):
     return 1 << max(3, (int(math.isqrt(J)) - 1).bit_length())
 
 
-def phase_sums(mu, q, n, p, values, a, dw, tilts, *, loss, B, J, direction=None):
+def phase_sums(mu, q, n, p, values, a, dw, tilts, *, loss, B, J, direction=None, precise=False):
     """Σ_k n_k × (phase k's per-round terms), per direction.
 
     Args:
@@ -103,6 +107,7 @@ def phase_sums(mu, q, n, p, values, a, dw, tilts, *, loss, B, J, direction=None)
         :func:`glrt_jax._src.losses.loss_directions`, or the index of the one direction to
         compose (an integer, traced is fine: one program serves each direction; ``p``,
         ``a``, ``dw`` and ``tilts`` are then that direction's alone).
+      precise: (static) each round's transform in double-double (:func:`node_terms`).
 
     Returns:
       ``(upper_side, lower_side, (keep, dv))``, leaves with a leading direction axis:
@@ -129,7 +134,7 @@ def phase_sums(mu, q, n, p, values, a, dw, tilts, *, loss, B, J, direction=None)
         # merged pair, one point shorter, is padded with a massless point.
         x_lo_pad = jnp.concatenate([x_lo, x_lo[-1:]])
         p_lo_pad = jnp.concatenate([p_lo, jnp.zeros((1,), p_lo.dtype)])
-        terms = jax.vmap(lambda xx, pv: node_terms(xx, pv, a_i, dw_i, J))(
+        terms = jax.vmap(lambda xx, pv: node_terms(xx, pv, a_i, dw_i, J, precise))(
             jnp.stack([x, x_lo_pad]), jnp.stack([p_up, p_lo_pad])
         )
         sides = [tuple(t[k] for t in terms) + (mg,) for k in (0, 1)]
