@@ -537,6 +537,12 @@ DEFAULT_TOL = 1e-3
 # Re-plans of an eager query whose answer contradicts the plan (see _refine), and the
 # narrowest smoothing they plan for, relative to the first answer's.
 _REPLANS = 4
+# The most work of a pass with double-double transforms (see _refine): padded phases ×
+# nodes. Their transforms cost about 20 ms each at 16384 nodes and 4096 points (float64:
+# 1.4 ms), two per phase and direction: a pass at the cap (16 phases at 16384 nodes)
+# about 1.4 s on a 2-core CPU (K = 10 at q = 1e-4, δ = 1e-12: two such passes, 3.1 s warm;
+# a third at 65536 nodes made it 10–13 s).
+_PRECISE_WORK = 1 << 18
 _TAU_CAP_MIN = 1.0 / 256.0
 # Per-round grid points and frequency nodes (powers of two). From FINE_SIZES_FROM phases
 # on, where the work, not the compilation, is what costs, the eager entry points choose
@@ -831,7 +837,10 @@ def _refine(
         # benchmarks/certify.py: 66 → 72 of 80 cells within tol).
         wide = max(gap, low) if known else np.nan
         rounding = float(diag.get("rounding", 0.0))
-        more_precise = not (again or precise) and wide > share_max and rounding > 0.1 * wide
+        affordable = mu.shape[0] * sizes[1] <= _PRECISE_WORK
+        more_precise = (
+            affordable and not (again or precise) and wide > share_max and rounding > 0.1 * wide
+        )
         # With the plan settled, an upper bound far above the estimate is the per-round
         # grids' discretisation (its other terms are sized far below tol): the plan's
         # b_need comes from a variance picture that few heavy-tailed rounds at a small δ
@@ -842,8 +851,13 @@ def _refine(
         # smoothing deficit (and aliasing) shrink with the width τ. Half the width (twice
         # the nodes); one round at σ = 0.9, q = 1e-3, δ = 1e-9: [0, 0.22046] at 4096
         # nodes, [0.22026, 0.22046] at 8192.
+        # (with double-double transforms, only as many nodes as they can afford: beyond,
+        # float64 transforms would bring the rounding back)
         more_nodes = (
-            not (again or more_points or more_precise) and low > share_max and sizes[1] < NODES[-1]
+            not (again or more_points or more_precise)
+            and low > share_max
+            and sizes[1] < NODES[-1]
+            and not (precise and mu.shape[0] * 2 * sizes[1] > _PRECISE_WORK)
         )
         if more_nodes:
             cap = max(min(cap, 0.5 * float(diag["tau_decide"])), tau_min)
@@ -856,9 +870,11 @@ def _refine(
         if more_points or more_nodes:  # four times the points, or twice the nodes
             at_least = (4 * sizes[0], sizes[1]) if more_points else (sizes[0], 2 * sizes[1])
         sizes = _sizes_for(p, at_least=at_least, replan=True)
-        _prepare_pass(valid, mu, q, n, target, p, sizes, only, static, precise)
+        # (a re-plan's sizes may outgrow what double-double transforms can afford)
+        exact = precise and mu.shape[0] * sizes[1] <= _PRECISE_WORK
+        _prepare_pass(valid, mu, q, n, target, p, sizes, only, static, exact)
         new, diag = _staged(
-            valid, mu, q, n, target, p, B=sizes[0], J=sizes[1], only=only, precise=precise,
+            valid, mu, q, n, target, p, B=sizes[0], J=sizes[1], only=only, precise=exact,
             **static,
         )  # fmt: skip
         if only is not None:  # the answer is the maximum over directions
