@@ -836,7 +836,7 @@ def _refine(
         # δ = 1e-15: [0.391383, 0.392341] → [0.391812, 0.391937] (the map of
         # benchmarks/certify.py: 66 → 72 of 80 cells within tol).
         wide = max(gap, low) if known else np.nan
-        rounding = float(diag.get("rounding", 0.0))
+        rounding = float(diag["rounding"])
         affordable = mu.shape[0] * sizes[1] <= _PRECISE_WORK
         more_precise = (
             affordable and not (again or precise) and wide > share_max and rounding > 0.1 * wide
