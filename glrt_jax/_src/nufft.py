@@ -420,9 +420,10 @@ def _sums_precise(y, v, J, y_lo):
     itself once); (8) every other operation: each of a term's factors is a product or
     sum of double-doubles within 64u² of its operands
     (:mod:`~glrt_jax._src.double_double`), or a Taylor series within 5·10⁻²⁷; a term
-    passes through at most 3 + 3M + 2 + 2·log₂L + 4 of them (with ``log₂L ≤ 30``: 137
-    operations, 8800u² = 1.1·10⁻²⁸, and five series and two table entries, 3.5·10⁻²⁶),
-    so the computed value is the exact value of terms each perturbed by at most 10⁻²⁵
+    passes through at most 3 + 3M + 2 + 2·log₂L + 4 of them (with ``log₂L ≤ 30``: 120
+    operations, 7700u² = 9.5·10⁻²⁹; five series, 2.5·10⁻²⁶; a twiddle per stage and a
+    deconvolution entry, 3.5·10⁻²⁶), so the computed value is the exact value of terms
+    each perturbed by at most 10⁻²⁵
     relative: at most ``√2·Q·G_s·V̄·10⁻²⁵``, as the output is at most ``Q·G_s`` times
     the terms' sizes summed; (9) the final rounding to float64, ``u`` of the output, at
     most ``u(V̄ + the rest)``.
