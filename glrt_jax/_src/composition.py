@@ -539,9 +539,10 @@ DEFAULT_TOL = 1e-3
 _REPLANS = 4
 # The most work of a pass with double-double transforms (see _refine): padded phases ×
 # nodes. Their transforms cost about 20 ms each at 16384 nodes and 4096 points (float64:
-# 1.4 ms), two per phase and direction: a pass at the cap (16 phases at 16384 nodes)
-# about 1.4 s on a 2-core CPU (K = 10 at q = 1e-4, δ = 1e-12: two such passes, 3.1 s warm;
-# a third at 65536 nodes made it 10–13 s).
+# 1.4 ms), two per phase and direction: K = 10 at q = 1e-4, δ = 1e-12 takes two passes at
+# the cap (16 padded phases, 16384 nodes), 0.62 s warm in all on a 2-core CPU (0.15–0.19 s
+# with float64 transforms); a third pass at 65536 nodes made its first call's passes
+# 10–13 s.
 _PRECISE_WORK = 1 << 18
 _TAU_CAP_MIN = 1.0 / 256.0
 # Per-round grid points and frequency nodes (powers of two). From FINE_SIZES_FROM phases
