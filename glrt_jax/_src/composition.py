@@ -537,12 +537,13 @@ DEFAULT_TOL = 1e-3
 # Re-plans of an eager query whose answer contradicts the plan (see _refine), and the
 # narrowest smoothing they plan for, relative to the first answer's.
 _REPLANS = 4
-# The most work of a pass with double-double transforms (see _refine): padded phases ×
-# nodes. Their transforms cost about 20 ms each at 16384 nodes and 4096 points (float64:
-# 1.4 ms), two per phase and direction: K = 10 at q = 1e-4, δ = 1e-12 takes two passes at
-# the cap (16 padded phases, 16384 nodes), 0.62 s warm in all on a 2-core CPU (0.15–0.19 s
-# with float64 transforms); a third pass at 65536 nodes made its first call's passes
-# 10–13 s.
+# The most work of a pass with double-double transforms (see _refine): phases with steps
+# × nodes (the transforms skip padding phases). Their transforms cost about 20 ms each at
+# 16384 nodes and 4096 points (float64: 1.4 ms), two per phase and direction: K = 10 at
+# q = 1e-4, δ = 1e-12 takes two passes at 16384 nodes, 0.62 s warm in all on a 2-core CPU
+# (0.15–0.19 s with float64 transforms); a third pass at 65536 nodes made its first
+# call's passes 10–13 s. One phase may go to 2¹⁸ nodes (GLRT d = 10 at σ = 0.9, q = 1e-4,
+# N = 100, δ = 1e-15: [0.00256, 0.0158] → [0.00300, 0.00339], 0.43 → 1.1 s warm).
 _PRECISE_WORK = 1 << 18
 _TAU_CAP_MIN = 1.0 / 256.0
 # Per-round grid points and frequency nodes (powers of two). From FINE_SIZES_FROM phases
@@ -792,6 +793,8 @@ def _refine(
     """
     hint, cap, floor = jnp.nan, np.inf, 0.0
     precise = False
+    # (the phases with steps: those the transforms are computed for, see _PRECISE_WORK)
+    active = int(np.count_nonzero(np.asarray(n) > 0))
     last = bounds  # the bracket of the pass behind ``diag``
     share_max = 0.5 * float(tol)
     tau_min = _TAU_CAP_MIN * float(diag["tau_decide"])
@@ -838,7 +841,7 @@ def _refine(
         # benchmarks/certify.py: 66 → 72 of 80 cells within tol).
         wide = max(gap, low) if known else np.nan
         rounding = float(diag["rounding"])
-        affordable = mu.shape[0] * sizes[1] <= _PRECISE_WORK
+        affordable = active * sizes[1] <= _PRECISE_WORK
         more_precise = (
             affordable and not (again or precise) and wide > share_max and rounding > 0.1 * wide
         )
@@ -858,7 +861,7 @@ def _refine(
             not (again or more_points or more_precise)
             and low > share_max
             and sizes[1] < NODES[-1]
-            and not (precise and mu.shape[0] * 2 * sizes[1] > _PRECISE_WORK)
+            and not (precise and active * 2 * sizes[1] > _PRECISE_WORK)
         )
         if more_nodes:
             cap = max(min(cap, 0.5 * float(diag["tau_decide"])), tau_min)
@@ -872,7 +875,7 @@ def _refine(
             at_least = (4 * sizes[0], sizes[1]) if more_points else (sizes[0], 2 * sizes[1])
         sizes = _sizes_for(p, at_least=at_least, replan=True)
         # (a re-plan's sizes may outgrow what double-double transforms can afford)
-        exact = precise and mu.shape[0] * sizes[1] <= _PRECISE_WORK
+        exact = precise and active * sizes[1] <= _PRECISE_WORK
         _prepare_pass(valid, mu, q, n, target, p, sizes, only, static, exact)
         new, diag = _staged(
             valid, mu, q, n, target, p, B=sizes[0], J=sizes[1], only=only, precise=exact,
