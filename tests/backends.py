@@ -46,3 +46,15 @@ def assert_same_query(a, b, rtol: float = 0.0) -> None:
         np.testing.assert_array_equal(a, b)
     else:
         np.testing.assert_allclose(a, b, rtol=tol, atol=0)
+
+
+# XLA's default optimisation on the CPU, whatever the suite's quick flags say (conftest.py):
+# LLVM's optimisation on, which contracts ``a·b + c`` into fused multiply-adds.
+_OPTIMISED_CPU = {"xla_backend_optimization_level": 3, "xla_cpu_use_fusion_emitters": True}
+
+
+def run_optimised(fn, *args):
+    """``jax.jit(fn)(*args)`` compiled as a user's program is (on the CPU: XLA's default
+    optimisation, not the suite's quick flags; elsewhere the backend's defaults)."""
+    lowered = jax.jit(fn).lower(*args)
+    return lowered.compile(_OPTIMISED_CPU if on_cpu() else None)(*args)

@@ -13,20 +13,18 @@ import jax.numpy as jnp
 import mpmath
 import numpy as np
 import pytest
+from backends import run_optimised
 
 from glrt_jax._src import double_double as dd
 
 U = 2.0**-53
-# XLA's default optimisation, whatever the suite's XLA_FLAGS say (conftest.py).
-_OPTIMISED = {"xla_backend_optimization_level": 3, "xla_cpu_use_fusion_emitters": True}
 
 
 def _run(fn, mode, *args):
     """``fn(*args)`` eagerly on NumPy arrays or compiled with XLA's default optimisation."""
     if mode == "numpy":
         return fn(*args)
-    args = jax.tree_util.tree_map(jnp.asarray, args)
-    return jax.jit(fn).lower(*args).compile(_OPTIMISED)(*args)
+    return run_optimised(fn, *jax.tree_util.tree_map(jnp.asarray, args))
 
 
 def _mp(a, i):

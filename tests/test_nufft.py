@@ -13,6 +13,7 @@ import jax
 import mpmath
 import numpy as np
 import pytest
+from backends import run_optimised
 
 from glrt_jax._src import nufft
 
@@ -165,9 +166,7 @@ def test_gradient_with_respect_to_weights(B):
 def _precise(y, v, J):
     """The precise sums compiled with XLA's default optimisation (which contracts
     ``a·b + c`` into fused multiply-adds; the suite's quick options do not)."""
-    options = {"xla_backend_optimization_level": 3, "xla_cpu_use_fusion_emitters": True}
-    fn = jax.jit(lambda yy, vv: nufft.sums(yy, vv, J, precise=True))
-    return fn.lower(y, v).compile(options)(y, v)
+    return run_optimised(lambda yy, vv: nufft.sums(yy, vv, J, precise=True), y, v)
 
 
 @pytest.mark.parametrize(
