@@ -416,6 +416,35 @@ def test_a_program_is_compiled_for_speed_when_a_later_query_uses_it(tiered):
     assert float(_twice_large(np.float64(4.0))) == 9.0
 
 
+# A large program that compiles first for latency where its static ``fine`` says so (as the
+# composition's double-double phase sums do).
+@programs.stored(
+    static_argnames=("fine",),
+    size=lambda x, **_: programs._SMALL_MAX + 1,
+    latency_first=lambda *, fine: fine,
+)
+def _twice_fine(x, *, fine):
+    return 2.0 * x + (1.0 if fine else 2.0)
+
+
+def test_a_large_program_may_ask_to_compile_first_for_latency(tiered, monkeypatch):
+    """``latency_first``: a large program's first tier is QUICK_COMPILE instead of
+    SMALL_PROGRAMS (its later one XLA's defaults still), per static argument; not beyond
+    programs._TIER_MAX, where nothing is tiered."""
+    quick = programs._checked(tuple(sorted(programs.QUICK_COMPILE.items())))
+    small = programs._checked(tuple(sorted(programs.SMALL_PROGRAMS.items())))
+    large = programs._SMALL_MAX + 1
+    assert programs._tiers(None, large, quick=True) == (quick, None)
+    assert programs._tiers(None, large) == (small, None)
+    assert programs._tiers(None, programs._TIER_MAX + 1, quick=True) is None
+    seen = []
+    tiers = programs._tiers
+    monkeypatch.setattr(programs, "_tiers", lambda *a, **k: seen.append(tiers(*a, **k)) or seen[-1])
+    assert float(_twice_fine(np.float64(1.0), fine=True)) == 3.0
+    assert float(_twice_fine(np.float64(1.0), fine=False)) == 4.0
+    assert seen == [(quick, None), (small, None)]
+
+
 def test_tiers_by_program_size_and_where_they_are_off(tiered, monkeypatch):
     """Small programs compile first for latency, large ones (XLA's defaults) first without
     the fusion emitters up to programs._TIER_MAX, the largest not tiered; no tiers under

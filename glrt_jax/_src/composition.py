@@ -285,11 +285,16 @@ def _one_direction_work(only):
     return 1 if only is None else 2
 
 
+# Double-double phase sums compile first for latency (programs.stored's latency_first):
+# without LLVM's optimisation their code compiles in about 1 s instead of 2.5 s and runs
+# 0.95 instead of 0.7 s (K = 10 phases, 512 points, 16384 nodes; 0.3 s once compiled for
+# speed, which takes 3.4 s in the background).
 @programs.stored(
     static_argnames=("loss", "B", "J", "precise"),
     size=lambda mu, q, n, p, values, only, *, B, J, **_: (
         mu.shape[0] * (B + J) // _one_direction_work(only)
     ),
+    latency_first=lambda *, precise=False, **_: precise,
 )
 def _sums_program(mu, q, n, p, values, only, *, loss, B, J, precise=False):
     return _sums(mu, q, n, p, values, only, loss=loss, B=B, J=J, precise=precise)
@@ -300,6 +305,7 @@ def _sums_program(mu, q, n, p, values, only, *, loss, B, J, precise=False):
     size=lambda mu, q, n, p, values, only, *_, B, J, length, **__: (
         length * (B + J) // _one_direction_work(only)
     ),
+    latency_first=lambda *, precise=False, **_: precise,
 )
 def _part_sums_program(
     mu, q, n, p, values, only, start, count, *, loss, B, J, length, precise=False

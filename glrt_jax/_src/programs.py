@@ -34,7 +34,10 @@ done (a few seconds; meanwhile 2–4× slower). Large programs up to :data:`_TIE
 a thousand phases) are tiered too, their first compilation without the fusion emitters and
 the later one with XLA's defaults: K = 1000 distinct phases, GLRT with d = 10, first call
 9.0–9.8 → 6.8–7.9 s, NPO 5.9 → 4.8 s (the second call 1–2 s slower, the steady state the
-same). ``$GLRT_JAX_TIERED=0`` compiles each program once, with its own options.
+same). A large program may ask for LLVM's optimisation off in its first tier instead
+(``stored(latency_first=...)``): the composition's double-double phase sums, whose
+optimisation takes seconds beside a run of under one. ``$GLRT_JAX_TIERED=0`` compiles
+each program once, with its own options.
 Inside :func:`quick_compile` (the command line's commands run there: a process that
 answers a few queries and exits) LLVM's optimisation is off as well
 (:data:`QUICK_COMPILE`): 3–4× faster compilation (1.2 s; d = 10: 3.0 s), while a run
@@ -335,10 +338,15 @@ class _Stored:
     """Eager calls of a jitted function, served by stored exported programs."""
 
     def __init__(
-        self, fn: Callable, static_argnames: tuple[str, ...], size: Callable[..., int] | None
+        self,
+        fn: Callable,
+        static_argnames: tuple[str, ...],
+        size: Callable[..., int] | None,
+        latency_first: Callable[..., bool] | None = None,
     ):
         self._fn = fn
         self._size = size
+        self._latency_first = latency_first
         self._jitted = jax.jit(fn, static_argnames=static_argnames)
         self._static_argnames = static_argnames
         self._name = f"{fn.__module__}.{fn.__qualname__}"
@@ -408,7 +416,8 @@ class _Stored:
         """(call, output shapes): exported (or traced) and, ahead, lowered. Without the
         store the shapes are known ahead only (an eager call does not trace it twice).
         Tiered programs (:func:`_tiers`) are lowered once and compiled for latency first."""
-        tiers = _tiers(options, self._program_size(args, static))
+        quick = self._latency_first is not None and self._latency_first(**static)
+        tiers = _tiers(options, self._program_size(args, static), quick)
         if _STORE is not None:
             try:
                 exp = self._exported(key, args, static)
@@ -503,18 +512,21 @@ class _Compiling:
 _TIER_MAX = 1 << 21
 
 
-def _tiers(options: tuple | None, size: int) -> tuple[tuple, tuple | None] | None:
+def _tiers(
+    options: tuple | None, size: int, quick: bool = False
+) -> tuple[tuple, tuple | None] | None:
     """``(first, later)`` compiler options (later ``None``: XLA's defaults) of a tiered
     program of ``size`` whose options are ``options``, or None: on a CPU, small programs
     (:data:`SMALL_PROGRAMS`) compile first with :data:`QUICK_COMPILE`, and large ones up
-    to :data:`_TIER_MAX` (XLA's defaults) first with :data:`SMALL_PROGRAMS`; not under
-    :func:`quick_compile` or :func:`xla_defaults`, nor where ``$GLRT_JAX_TIERED`` is
-    ``0``."""
+    to :data:`_TIER_MAX` (XLA's defaults) first with :data:`SMALL_PROGRAMS`, or with
+    :data:`QUICK_COMPILE` where ``quick`` (the program's ``latency_first``, see
+    :func:`stored`); not under :func:`quick_compile` or :func:`xla_defaults`, nor where
+    ``$GLRT_JAX_TIERED`` is ``0``."""
     if _QUICK.get() or _DEFAULTS.get() or os.environ.get("GLRT_JAX_TIERED", "1") == "0":
         return None
     if options is None and size > _TIER_MAX:
         return None
-    first = QUICK_COMPILE if options is not None else SMALL_PROGRAMS
+    first = QUICK_COMPILE if options is not None or quick else SMALL_PROGRAMS
     first = _checked(tuple(sorted(first.items())))  # (None off the CPU)
     return None if first is None or first == options else (first, options)
 
@@ -666,11 +678,17 @@ class _Tiered:
 
 
 def stored(
-    *, static_argnames: tuple[str, ...] = (), size: Callable[..., int] | None = None
+    *,
+    static_argnames: tuple[str, ...] = (),
+    size: Callable[..., int] | None = None,
+    latency_first: Callable[..., bool] | None = None,
 ) -> Callable[[Callable], _Stored]:
     """Decorator: ``jax.jit(fn, static_argnames=...)`` whose eager calls use the store.
 
     ``size(*args, **static)``: the program's size for the choice of compiler options
     (about the numbers it computes per step); default: the numbers in its inputs.
+    ``latency_first(**static)``: whether a large tiered program (see :func:`_tiers`)
+    compiles first with :data:`QUICK_COMPILE` rather than :data:`SMALL_PROGRAMS`: for code
+    whose optimisation takes seconds beside a run of a fraction of one.
     """
-    return lambda fn: _Stored(fn, tuple(static_argnames), size)
+    return lambda fn: _Stored(fn, tuple(static_argnames), size, latency_first)
