@@ -1247,6 +1247,33 @@ def test_double_double_transforms_where_their_rounding_holds_the_bracket(monkeyp
     assert max(lo, lo64) <= min(up, up64)
 
 
+def test_double_double_and_more_points_in_one_pass(monkeypatch):
+    """K = 10 phases (σ from 0.9 to 1.0, q = 1e-4, 1000 steps each), δ = 1e-12: after the
+    float64 passes the upper bound lies about 2.2e-2 above the estimate, 1.8e-2 of it the
+    transforms' rounding. What the rounding leaves (the grids' discretisation) is still
+    above tol/2, so the re-plan takes double-double transforms and four times the points
+    in one pass, where it took a double-double pass at the same points first (its upper
+    bound 5.3e-3 above the estimate) and then one at four times the points. The bracket
+    is much narrower than the float64 passes' and overlaps it (both certified)."""
+    passes = _record_passes(monkeypatch, "precise", "B")
+    args = (np.linspace(0.9, 1.0, 10), np.full(10, 1e-4), np.full(10, 1000), 1e-12)
+    b = accountant.schedule_epsilon(*args)
+    precise = [points for exact, points in passes if exact]
+    assert len(precise) == 1, passes
+    assert precise[0] == 4 * [points for exact, points in passes if not exact][-1], passes
+    lo, up = float(b.lower), float(b.upper)
+    assert 0.0 < lo <= up <= (1 + 2e-3) * lo, b
+
+    staged = composition._staged
+    monkeypatch.setattr(
+        composition, "_staged", lambda *a, **k: staged(*a, **(k | {"precise": False}))
+    )
+    b64 = accountant.schedule_epsilon(*args)
+    lo64, up64 = float(b64.lower), float(b64.upper)
+    assert up - lo < 0.1 * (up64 - lo64)
+    assert max(lo, lo64) <= min(up, up64)
+
+
 def test_refined_period_against_the_two_point_closed_form():
     """planning._refine_period on a two-point pmf (masses 1 − p at 0 and p at x per round,
     N rounds), whose composed Λ(b) = N log(1 − p + p e^{bx}) is known in closed form: the
