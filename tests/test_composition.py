@@ -1274,6 +1274,55 @@ def test_double_double_and_more_points_in_one_pass(monkeypatch):
     assert max(lo, lo64) <= min(up, up64)
 
 
+def test_sums_over_phases_round_within_their_charge():
+    """The carry's Σ_k n_k log w_k and Σ_k n_k log(|w_k| + e_k) are float64 sums over the
+    phases (a product by n_k, a sum within each chunk, a scan across chunks); their
+    rounding is charged in the carry's ``rel`` beside each log's own 4u(|log w| + 1)
+    (transform.phase_sums). Against the exact sums (math.fsum) of the same per-phase
+    terms (each phase alone: the other counts 0, whose terms are exact zeros), over
+    K = 48 distinct phases in two chunks of 32 phases: the accumulated rounding of both
+    sums stays within what ``rel`` charges beyond the logs' own rounding."""
+    k = 48
+    rng = np.random.default_rng(3)
+    sig, q, n = rng.uniform(0.8, 1.5, k), rng.uniform(0.005, 0.02, k), rng.integers(1, 10**5, k)
+    sig, q, n = pad_phases(sig, q, n, np)
+    mu = 1.0 / sig
+    static = dict(adversary="npo", d=1, neighbouring="add_remove", query="epsilon")
+    nan, inf = np.float64(np.nan), np.float64(np.inf)
+    p = composition._plan_stage(mu, q, n, np.float64(1e-6), np.float64(1e-3), nan, inf, **static)
+    loss, values = losses.program_key("npo", 1, "add_remove", mu.shape[0])
+    sums = jax.jit(
+        lambda steps: composition._sums(mu, q, steps, p, values, None, loss=loss, B=256, J=512)[0]
+    )
+
+    def sides(carry):  # (lam, log_up, rel) of both sides, as NumPy arrays
+        return [tuple(np.asarray(v) for v in side[:3]) for side in carry[:2]]
+
+    whole = sides(sums(n))
+    alone = []
+    for i in np.flatnonzero(n):
+        one = np.zeros_like(n)
+        one[i] = n[i]
+        alone.append(sides(sums(one)))
+    u = 2.0**-53
+    for s, (lam, log_up, rel) in enumerate(whole):
+        terms = [a[s] for a in alone]
+        exact_re = np.array(
+            [math.fsum(col) for col in np.stack([t[0].real.ravel() for t in terms], 1)]
+        )
+        exact_im = np.array(
+            [math.fsum(col) for col in np.stack([t[0].imag.ravel() for t in terms], 1)]
+        )
+        exact_up = np.array([math.fsum(col) for col in np.stack([t[1].ravel() for t in terms], 1)])
+        err = np.abs(lam.ravel() - (exact_re + 1j * exact_im)) + np.abs(log_up.ravel() - exact_up)
+        # the logs' own rounding, 4u(|log w| + 1) per round (|t[0]| = n_k |log w_k|)
+        own = sum(
+            4.0 * u * (np.abs(t[0].ravel()) + n_k) for t, n_k in zip(terms, n[n > 0], strict=True)
+        )
+        assert np.max(err) > 0.0  # (the sums do round: the check below is not empty)
+        assert np.all(err <= rel.ravel() - own)
+
+
 def test_refined_period_against_the_two_point_closed_form():
     """planning._refine_period on a two-point pmf (masses 1 − p at 0 and p at x per round,
     N rounds), whose composed Λ(b) = N log(1 − p + p e^{bx}) is known in closed form: the

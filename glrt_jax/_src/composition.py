@@ -77,7 +77,9 @@ Method (and why each step is a bound)
 6. **Floating point.** Per node and phase ``|ŝ − s| ≤ e`` (the non-uniform FFT's bound,
    about 5·10⁻¹⁴, and the subtraction of 1), so
    ``Π_k(|1 + ŝ_k| + e)^{n_k} − Π_k|1 + ŝ_k|^{n_k}`` bounds the error of the composed
-   transform at that node; the logs' own rounding, the normalisers ``log M_k(a)``
+   transform at that node; the logs' own rounding (4u(|log w| + 1) per round) and that
+   of their sums over the phases (``γ_m Σ_k n_k |log w_k|``, m the roundings a term goes
+   through, :func:`glrt_jax._src.transform.phase_sums`), the normalisers ``log M_k(a)``
    (``(B + 4)u`` relative each) and the phases ``ω(c − ε)`` add their terms.
    All enter the bounds. (The tails of one round are taken as exact to a few ulps.)
 
@@ -844,7 +846,7 @@ def _refine(
         # double-double (nufft.sums(precise=True): about u instead of 400u per round),
         # for this pass and the re-plans after it. σ = 0.9, q = 1e-4, N = 100,
         # δ = 1e-15: [0.391383, 0.392341] → [0.391812, 0.391937] (the map of
-        # benchmarks/certify.py: 66 → 72 of 80 cells within tol).
+        # benchmarks/certify.py: 66 → 72 of 80 cells within tol; 73 since).
         wide = max(gap, low) if known else np.nan
         rounding = float(diag["rounding"])
         affordable = active * sizes[1] <= _PRECISE_WORK

@@ -72,18 +72,20 @@ def node_terms(x, p, a, dw, J, precise=False):
     e_abs = lax.stop_gradient(e_sum) + 2.01 * UNIT_ROUNDOFF
     log_w = log_transform(w)
     log_up = jnp.log(jnp.abs(w) + e_abs)
-    rel = 4.0 * UNIT_ROUNDOFF * (jnp.abs(log_w) + jnp.pi)  # rounding of the log itself
+    rel = 4.0 * UNIT_ROUNDOFF * (jnp.abs(log_w) + 1.0)  # rounding of the log itself
     return log_w, log_up, rel, c, log_m
 
 
 def log_transform(w):
-    """``log w`` for a round's transform ``w`` (``|w| ≤ 1``), within 4u(|log w| + π).
+    """``log w`` for a round's transform ``w`` (``|w| ≤ 1``), within 4u(|log w| + 1).
 
     As ``log|w| + i·arg w`` from ``hypot`` and ``atan2``: XLA's complex ``log`` and
     ``log1p`` take ``log|w|`` through a real ``log1p`` of ``|w|² − 1``, which is about 240
     ulp off (relative) near −0.41, so they reach about 19u(|log w| + π) at ``|w| ≈ 0.77``;
-    this form stays within 0.9u(|log w| + π) on the unit disc (``tests/test_elementary.py``
-    measures both bounds against extended precision).
+    this form stays within 2u(|log w| + 1) on the unit disc, about 2u|log w| (the
+    rounding of ``log`` and ``atan2`` relative to their results) and 2u (``hypot``'s
+    relative rounding, absolute after the log) (``tests/test_elementary.py`` measures
+    both bounds against extended precision).
     """
     return jnp.log(jnp.hypot(w.real, w.imag)) + 1j * jnp.arctan2(w.imag, w.real)
 
@@ -121,6 +123,22 @@ def phase_sums(mu, q, n, p, values, a, dw, tilts, *, loss, B, J, direction=None,
     value = losses.phase_value(loss, values)
     many = planning.many_phases(mu.shape[0])
 
+    # The sums over the phases of n_k·log w_k and n_k·log(|w_k| + e_k) (the terms and
+    # their upper envelope) round too: a product by n_k, then additions in any order (a
+    # sum within each chunk, the scan across chunks, and the two halves' carries added
+    # after, :func:`glrt_jax._src.composition._sums_in_halves`). Only additions of two
+    # nonzero partial sums round (padding phases add exact zeros), so a term goes through
+    # at most m = min(active − 1, (chunk − 1) + (chunks − 1)) + 2 roundings, and each sum
+    # is within γ_m Σ_k n_k |term_k| of the exact one. Both are charged with the log's
+    # own rounding, as 2γ_m |log w_k| per round (|log(|w| + e)| ≤ |log w| while
+    # |w| + e ≤ 1, and at most e beyond).
+    active = jnp.sum(n > 0).astype(jnp.float64)
+    kk = mu.shape[0]
+    batched = losses.batch_phases(loss) and not precise
+    chunk = phase_block(kk, chunk_phases(J)) if batched else 1
+    m_round = jnp.minimum(active - 1.0, (chunk - 1) + (kk // chunk - 1)) + 2.0
+    gamma_sum = 2.0 * m_round * UNIT_ROUNDOFF / (1.0 - m_round * UNIT_ROUNDOFF)
+
     def one_direction(x, pi, kappa, outside, a_i, dw_i, b_i):
         """One phase's terms in one direction (per round), from its grid and bin masses."""
         p_up, up = grids.split(pi, kappa, x, many)
@@ -137,6 +155,8 @@ def phase_sums(mu, q, n, p, values, a, dw, tilts, *, loss, B, J, direction=None,
         terms = jax.vmap(lambda xx, pv: node_terms(xx, pv, a_i, dw_i, J, precise))(
             jnp.stack([x, x_lo_pad]), jnp.stack([p_up, p_lo_pad])
         )
+        log_w, log_up, rel, c, log_m = terms
+        terms = (log_w, log_up, rel + gamma_sum * jnp.abs(log_w), c, log_m)
         sides = [tuple(t[k] for t in terms) + (mg,) for k in (0, 1)]
         h = x[1:] - x[:-1]
         theta = jnp.where(pi > 0, up / jnp.where(pi > 0, pi, 1.0), 0.0)
@@ -161,9 +181,6 @@ def phase_sums(mu, q, n, p, values, a, dw, tilts, *, loss, B, J, direction=None,
     # phase per chunk where the loss branches by phase: losses.batch_phases, and with
     # double-double transforms, whose arrays are eight times larger: K = 10 at 16384
     # nodes, first-tier code, 2.3 s per pass in chunks of 8, 1.4 s one phase at a time).
-    kk = mu.shape[0]
-    batched = losses.batch_phases(loss) and not precise
-    chunk = phase_block(kk, chunk_phases(J)) if batched else 1
     xs = (mu, q, n, values, p.xp, p.pp)
     xs = jax.tree_util.tree_map(lambda v: v.reshape((kk // chunk, chunk) + v.shape[1:]), xs)
 
