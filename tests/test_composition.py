@@ -1276,12 +1276,14 @@ def test_double_double_and_more_points_in_one_pass(monkeypatch):
 
 def test_sums_over_phases_round_within_their_charge():
     """The carry's Σ_k n_k log w_k and Σ_k n_k log(|w_k| + e_k) are float64 sums over the
-    phases (a product by n_k, a sum within each chunk, a scan across chunks); their
-    rounding is charged in the carry's ``rel`` beside each log's own 4u(|log w| + 1)
-    (transform.phase_sums). Against the exact sums (math.fsum) of the same per-phase
+    phases (a product by n_k, a sum within each chunk, a scan across chunks;
+    transform.phase_sums). Against the exact sums (math.fsum) of the same per-phase
     terms (each phase alone: the other counts 0, whose terms are exact zeros), over
-    K = 48 distinct phases in two chunks of 32 phases: the accumulated rounding of both
-    sums stays within what ``rel`` charges beyond the logs' own rounding."""
+    K = 48 distinct phases in two chunks of 32 phases: the first sum's rounding stays
+    within what the carry's ``rel`` charges beyond the logs' own 4u(|log w| + 1), and the
+    second (the upper envelope, each term raised by its charge) stays above the exact
+    sum of the terms raised by a phase's charge alone (4u of each: no sum to round),
+    which is itself above the exact sum of the terms unraised."""
     k = 48
     rng = np.random.default_rng(3)
     sig, q, n = rng.uniform(0.8, 1.5, k), rng.uniform(0.005, 0.02, k), rng.integers(1, 10**5, k)
@@ -1314,13 +1316,14 @@ def test_sums_over_phases_round_within_their_charge():
             [math.fsum(col) for col in np.stack([t[0].imag.ravel() for t in terms], 1)]
         )
         exact_up = np.array([math.fsum(col) for col in np.stack([t[1].ravel() for t in terms], 1)])
-        err = np.abs(lam.ravel() - (exact_re + 1j * exact_im)) + np.abs(log_up.ravel() - exact_up)
+        err = np.abs(lam.ravel() - (exact_re + 1j * exact_im))
         # the logs' own rounding, 4u(|log w| + 1) per round (|t[0]| = n_k |log w_k|)
         own = sum(
             4.0 * u * (np.abs(t[0].ravel()) + n_k) for t, n_k in zip(terms, n[n > 0], strict=True)
         )
         assert np.max(err) > 0.0  # (the sums do round: the check below is not empty)
         assert np.all(err <= rel.ravel() - own)
+        assert np.all(log_up.ravel() >= exact_up + u * np.abs(exact_up))
 
 
 def test_refined_period_against_the_two_point_closed_form():

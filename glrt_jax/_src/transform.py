@@ -129,9 +129,10 @@ def phase_sums(mu, q, n, p, values, a, dw, tilts, *, loss, B, J, direction=None,
     # after, :func:`glrt_jax._src.composition._sums_in_halves`). Only additions of two
     # nonzero partial sums round (padding phases add exact zeros), so a term goes through
     # at most m = min(active − 1, (chunk − 1) + (chunks − 1)) + 2 roundings, and each sum
-    # is within γ_m Σ_k n_k |term_k| of the exact one. Both are charged with the log's
-    # own rounding, as 2γ_m |log w_k| per round (|log(|w| + e)| ≤ |log w| while
-    # |w| + e ≤ 1, and at most e beyond).
+    # is within γ_m Σ_k n_k |term_k| of the exact one. The terms' sum is charged with
+    # the log's own rounding, 2γ_m |log w_k| per round (twice: the charge's own sum
+    # rounds too); each term of the envelope is raised by 2γ_m |log(|w_k| + e_k)|, so
+    # that its rounded sum stays above the exact sum of the terms before.
     active = jnp.sum(n > 0).astype(jnp.float64)
     kk = mu.shape[0]
     batched = losses.batch_phases(loss) and not precise
@@ -156,6 +157,7 @@ def phase_sums(mu, q, n, p, values, a, dw, tilts, *, loss, B, J, direction=None,
             jnp.stack([x, x_lo_pad]), jnp.stack([p_up, p_lo_pad])
         )
         log_w, log_up, rel, c, log_m = terms
+        log_up = log_up + gamma_sum * jnp.abs(log_up)
         terms = (log_w, log_up, rel + gamma_sum * jnp.abs(log_w), c, log_m)
         sides = [tuple(t[k] for t in terms) + (mg,) for k in (0, 1)]
         h = x[1:] - x[:-1]
