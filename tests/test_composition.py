@@ -1275,15 +1275,19 @@ def test_double_double_and_more_points_in_one_pass(monkeypatch):
 
 
 def test_sums_over_phases_round_within_their_charge():
-    """The carry's Σ_k n_k log w_k and Σ_k n_k log(|w_k| + e_k) are float64 sums over the
-    phases (a product by n_k, a sum within each chunk, a scan across chunks;
-    transform.phase_sums). Against the exact sums (math.fsum) of the same per-phase
-    terms (each phase alone: the other counts 0, whose terms are exact zeros), over
-    K = 48 distinct phases in two chunks of 32 phases: the first sum's rounding stays
-    within what the carry's ``rel`` charges beyond the logs' own 4u(|log w| + 1), and the
-    second (the upper envelope, each term raised by its charge) stays above the exact
-    sum of the terms raised by a phase's charge alone (4u of each: no sum to round),
-    which is itself above the exact sum of the terms unraised."""
+    """The carry's sums over the phases are float64 sums (a product by n_k, a sum within
+    each chunk, a scan across chunks; transform.phase_sums). Against the exact sums
+    (math.fsum) of the same per-phase terms (each phase alone: the other counts 0, whose
+    terms are exact zeros), over K = 48 distinct phases in two chunks of 32 phases:
+
+    * Σ n_k log w_k: its rounding within what the carry's ``rel`` charges beyond the
+      logs' own 4u(|log w| + 1);
+    * the tilted means, the normalisers log M_k(a) and the MGFs at the bound tilts:
+      within the bounds carried beside them (each side's last leaf);
+    * the upper envelope Σ n_k log(|w_k| + e_k), each term raised by its charge: above
+      the exact sum of the terms raised by a phase's charge alone (no sum to round),
+      which is itself above the exact sum of the terms unraised; and the log of the mass
+      kept, each term lowered likewise: below."""
     k = 48
     rng = np.random.default_rng(3)
     sig, q, n = rng.uniform(0.8, 1.5, k), rng.uniform(0.005, 0.02, k), rng.integers(1, 10**5, k)
@@ -1297,33 +1301,41 @@ def test_sums_over_phases_round_within_their_charge():
         lambda steps: composition._sums(mu, q, steps, p, values, None, loss=loss, B=256, J=512)[0]
     )
 
-    def sides(carry):  # (lam, log_up, rel) of both sides, as NumPy arrays
-        return [tuple(np.asarray(v) for v in side[:3]) for side in carry[:2]]
+    def leaves(carry):  # both sides' leaves, then the log of the mass kept (NumPy)
+        sides = [tuple(np.asarray(v) for v in side) for side in carry[:2]]
+        return sides, np.asarray(carry[2][0])
 
-    whole = sides(sums(n))
+    def exact(values):  # fsum over the phases, elementwise (complex: each part)
+        stacked = np.stack([np.asarray(v) for v in values])
+        if np.iscomplexobj(stacked):
+            return exact([v.real for v in values]) + 1j * exact([v.imag for v in values])
+        flat = stacked.reshape(stacked.shape[0], -1)
+        return np.array([math.fsum(col) for col in flat.T]).reshape(stacked.shape[1:])
+
+    (whole, keep) = leaves(sums(n))
     alone = []
     for i in np.flatnonzero(n):
         one = np.zeros_like(n)
         one[i] = n[i]
-        alone.append(sides(sums(one)))
+        alone.append(leaves(sums(one)))
     u = 2.0**-53
-    for s, (lam, log_up, rel) in enumerate(whole):
-        terms = [a[s] for a in alone]
-        exact_re = np.array(
-            [math.fsum(col) for col in np.stack([t[0].real.ravel() for t in terms], 1)]
-        )
-        exact_im = np.array(
-            [math.fsum(col) for col in np.stack([t[0].imag.ravel() for t in terms], 1)]
-        )
-        exact_up = np.array([math.fsum(col) for col in np.stack([t[1].ravel() for t in terms], 1)])
-        err = np.abs(lam.ravel() - (exact_re + 1j * exact_im))
+    for s, (lam, log_up, rel, c, log_m, mgs, sums_err) in enumerate(whole):
+        terms = [a[0][s] for a in alone]
+        err = np.abs(lam - exact([t[0] for t in terms]))
         # the logs' own rounding, 4u(|log w| + 1) per round (|t[0]| = n_k |log w_k|)
-        own = sum(
-            4.0 * u * (np.abs(t[0].ravel()) + n_k) for t, n_k in zip(terms, n[n > 0], strict=True)
-        )
+        own = sum(4.0 * u * (np.abs(t[0]) + n_k) for t, n_k in zip(terms, n[n > 0], strict=True))
         assert np.max(err) > 0.0  # (the sums do round: the check below is not empty)
-        assert np.all(err <= rel.ravel() - own)
-        assert np.all(log_up.ravel() >= exact_up + u * np.abs(exact_up))
+        assert np.all(err <= rel - own)
+        envelope = exact([t[1] for t in terms])
+        assert np.all(log_up >= envelope + u * np.abs(envelope))
+        scalars = np.concatenate([np.stack([c, log_m], -1), mgs], -1)
+        exact_scalars = exact(
+            [np.concatenate([np.stack([t[3], t[4]], -1), t[5]], -1) for t in terms]
+        )
+        assert np.all(np.abs(scalars - exact_scalars) <= sums_err)
+    kept = exact([a[1] for a in alone])
+    assert np.all(kept < 0.0)  # (some mass is left out: the check below is not empty)
+    assert np.all(keep <= kept - u * np.abs(kept))
 
 
 def test_refined_period_against_the_two_point_closed_form():

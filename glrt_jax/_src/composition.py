@@ -80,7 +80,10 @@ Method (and why each step is a bound)
    transform at that node; the logs' own rounding (4u(|log w| + 1) per round) and that
    of their sums over the phases (``γ_m Σ_k n_k |log w_k|``, m the roundings a term goes
    through, :func:`glrt_jax._src.transform.phase_sums`), the normalisers ``log M_k(a)``
-   (``(B + 4)u`` relative each) and the phases ``ω(c − ε)`` add their terms.
+   (``(B + 4)u`` relative each, and their sum's ``γ_m Σ_k n_k |log M_k(a)|``), the
+   tilted means' sum (``γ_m Σ_k n_k |c_k|``, a turn of ω times it at each node) and
+   the phases ``ω(c − ε)`` add their terms; the MGFs' sums at the bound tilts are
+   raised by their rounding and the log of the mass kept lowered by its own.
    All enter the bounds. (The tails of one round are taken as exact to a few ulps.)
 
 ε(δ) is found per direction by a bracketed search on the certified bounds (secant on

@@ -88,7 +88,8 @@ def query_bounds(carry, p, tau, tilts, n_tot, target, gam, *, J, query):
             is ``trap(prepared, ε)``; it is relative to the scale
             ``M_S(a) e^{var a²/2 − aε}``.
             """
-            lam, log_up, rel, cs, lm, _ = side
+            lam, log_up, rel, cs, lm, _, sums_err = side
+            e_c, e_lm = sums_err[0], sums_err[1]  # (the sums over the phases' rounding)
             # e^{var((a+iω)²−a²)/2 + iωc} = e^{−var ω²/2} e^{iωθ}, θ = var·a + c; the phases
             # e^{iωθ} at ω = k·Δω as a product of two tables of √J each (as in trap).
             theta = var * a_i + cs
@@ -115,9 +116,14 @@ def query_bounds(carry, p, tau, tilts, n_tot, target, gam, *, J, query):
             # their size (8u·ω_k·(|θ| + |ε|); kept apart, as it grows with |c| + |ε|).
             total_mag = scale * jnp.sum(wk * mag)
             fp = fp + 2.0 * (R + J // R + 8) * UNIT_ROUNDOFF * total_mag
-            phase = 8.0 * UNIT_ROUNDOFF * scale * jnp.sum(wk * om * mag)
+            spread = scale * jnp.sum(wk * om * mag)
+            phase = 8.0 * UNIT_ROUNDOFF * spread
+            # The tilted mean's sum over the phases, off by at most e_c, turns each node by
+            # at most ω·e_c; log M(a)'s, off by at most e_lm, scales every term by e^{±e_lm}.
+            fp = fp + e_c * spread
             base = (wk * g).reshape(J // R, R)
-            return base, fp + trunc, phase, jnp.abs(theta), lm + 0.5 * var * a_i * a_i, nodes_fp
+            log_c0 = lm + 0.5 * var * a_i * a_i
+            return base, fp + trunc, phase, jnp.abs(theta), log_c0, nodes_fp, e_lm
 
         def side_setup(side, v):
             """The side's δ_X at variance τ² and its density at variance ``v``."""
@@ -140,11 +146,14 @@ def query_bounds(carry, p, tau, tilts, n_tot, target, gam, *, J, query):
     preps = jax.vmap(setup)(carry, a, tau, dw)
     # Per direction: the node values, the scalars, the MGFs of the lower side (aliasing)
     # and the log of the mass kept; ``live`` carries derivatives, ``frozen`` does not.
-    live = (preps, a, tau, W, dw, tilts, p.sup, carry[1][-1], carry[2][0])
+    # (the MGFs' sums raised by their rounding: they enter only as upper bounds, of the
+    # aliasing and of the Chernoff cap)
+    mgs = carry[1][5] + carry[1][6][..., 2:]
+    live = (preps, a, tau, W, dw, tilts, p.sup, mgs, carry[2][0])
     frozen = lax.stop_gradient(live)
 
     def trap(prep, a_i, dw_i, eps):
-        base, err, phase, abs_c, log_c0, _ = prep
+        base, err, phase, abs_c, log_c0, *_ = prep
         err = err + phase * (abs_c + jnp.abs(eps))
         p1 = jnp.exp(-1j * dw_i * eps * jnp.arange(R))
         p0 = jnp.exp(-1j * (R * dw_i) * eps * jnp.arange(J // R))
@@ -157,7 +166,7 @@ def query_bounds(carry, p, tau, tilts, n_tot, target, gam, *, J, query):
         # Jensen: with h(x) = E_P(1 − x e^{−S})_+ convex in x, δ_X(e) = E_Z h(e^{e − τZ})
         # ≥ h(e^{e + τ²/2}) = δ_S(e + τ²/2); so δ_S(ε) ≤ δ_X(ε − τ²/2).
         val, err, log_c = trap(prep_up, a_i, dw_i, eps - 0.5 * tau_i**2)
-        tplus = jnp.maximum(val + err, 0.0) * jnp.exp(log_c + n_tot * gam)
+        tplus = jnp.maximum(val + err, 0.0) * jnp.exp(log_c + n_tot * gam + prep_up[6])
         fail = -jnp.expm1(keep)
         # Above the largest composed loss of the grids only the failure mass is left.
         inside = jnp.where(eps < sup_i, tplus, 0.0)
@@ -178,11 +187,13 @@ def query_bounds(carry, p, tau, tilts, n_tot, target, gam, *, J, query):
         """Certified lower bound on δ_S(ε) (one direction)."""
         (_, (prep_lo, prep_lo_f)), a_i, tau_i, _, dw_i, _, sup_i, _, _ = d
         val, err, log_c = trap(prep_lo, a_i, dw_i, eps)
-        val = (val - err) * jnp.exp(log_c - n_tot * gam) - alias(d, eps)
+        val = (val - err) * jnp.exp(log_c - n_tot * gam - prep_lo[6]) - alias(d, eps)
         # E_Z g_ε(s + τZ) − g_ε(s) ≤ τ² φ_τ(s − ε), φ_τ the N(0, τ²) density (proof in
         # glrt_jax._src.composition), so δ_X(ε) − δ_S(ε) ≤ τ² f_{S+τZ}(ε).
         f, f_err, log_cf = trap(prep_lo_f, a_i, dw_i, eps)
-        deficit = tau_i**2 * jnp.maximum(f + f_err, 0.0) * jnp.exp(log_cf + n_tot * gam)
+        deficit = (
+            tau_i**2 * jnp.maximum(f + f_err, 0.0) * jnp.exp(log_cf + n_tot * gam + prep_lo_f[6])
+        )
         return jnp.where(eps < sup_i, jnp.maximum(val - deficit, 0.0), 0.0)
 
     def chernoff(d):
@@ -229,8 +240,10 @@ def query_bounds(carry, p, tau, tilts, n_tot, target, gam, *, J, query):
         (reported, as the smoothing's share below, relative to the answer: δ, or for ε
         queries ε·|dδ/dε|)."""
         ((prep_up, _), (prep_lo, _)), a_i, tau_i, *_ = d
-        up = prep_up[5] * jnp.exp(prep_up[4] - a_i * (eps - 0.5 * tau_i**2) + n_tot * gam)
-        lo = prep_lo[5] * jnp.exp(prep_lo[4] - a_i * eps + n_tot * gam)
+        up = prep_up[5] * jnp.exp(
+            prep_up[4] - a_i * (eps - 0.5 * tau_i**2) + n_tot * gam + prep_up[6]
+        )
+        lo = prep_lo[5] * jnp.exp(prep_lo[4] - a_i * eps + n_tot * gam + prep_lo[6])
         return jnp.maximum(up, lo)
 
     def per_direction(fn, d=frozen):

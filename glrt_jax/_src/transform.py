@@ -114,8 +114,10 @@ def phase_sums(mu, q, n, p, values, a, dw, tilts, *, loss, B, J, direction=None,
     Returns:
       ``(upper_side, lower_side, (keep, dv))``, leaves with a leading direction axis:
       each side is ``(log terms, their log upper bounds, relative rounding, tilted
-      mean, log M(a), log MGFs at the tilts)`` summed over rounds; ``keep`` is the log
-      of the mass inside the grids, ``dv`` the split's added tilted variance.
+      mean, log M(a), log MGFs at the tilts, the rounding of the sums of the tilted
+      mean, log M(a) and the MGFs)`` summed over rounds; ``keep`` is the log of the mass
+      inside the grids (lowered by its sum's rounding), ``dv`` the split's added tilted
+      variance.
     """
     is_add = grids.direction_flags(losses.loss_directions(loss))
     if direction is not None:
@@ -132,7 +134,12 @@ def phase_sums(mu, q, n, p, values, a, dw, tilts, *, loss, B, J, direction=None,
     # is within γ_m Σ_k n_k |term_k| of the exact one. The terms' sum is charged with
     # the log's own rounding, 2γ_m |log w_k| per round (twice: the charge's own sum
     # rounds too); each term of the envelope is raised by 2γ_m |log(|w_k| + e_k)|, so
-    # that its rounded sum stays above the exact sum of the terms before.
+    # that its rounded sum stays above the exact sum of the terms before. The per-phase
+    # scalars go through the same sums: the tilted means, the normalisers log M_k(a)
+    # and the MGFs at the bound tilts carry their bounds beside them (2γ_m of each
+    # term's size, summed like the terms: the side's last leaf), and each log of the
+    # mass kept, never positive, is lowered by 2γ_m of itself (so that the failure mass
+    # from their rounded sum is not below the exact one).
     active = jnp.sum(n > 0).astype(jnp.float64)
     kk = mu.shape[0]
     batched = losses.batch_phases(loss) and not precise
@@ -159,13 +166,16 @@ def phase_sums(mu, q, n, p, values, a, dw, tilts, *, loss, B, J, direction=None,
         log_w, log_up, rel, c, log_m = terms
         log_up = log_up + gamma_sum * jnp.abs(log_up)
         terms = (log_w, log_up, rel + gamma_sum * jnp.abs(log_w), c, log_m)
-        sides = [tuple(t[k] for t in terms) + (mg,) for k in (0, 1)]
+        # (per side: the bounds for the tilted mean, log M(a) and the MGFs, in that order)
+        mg_err = jnp.broadcast_to(gamma_sum * jnp.abs(mg), (2,) + mg.shape)
+        errs = jnp.concatenate([gamma_sum * jnp.abs(jnp.stack([c, log_m], -1)), mg_err], -1)
+        sides = [tuple(t[k] for t in terms) + (mg, errs[k]) for k in (0, 1)]
         h = x[1:] - x[:-1]
         theta = jnp.where(pi > 0, up / jnp.where(pi > 0, pi, 1.0), 0.0)
         lw = grids.safe_log(pi) + a_i * 0.5 * (x[1:] + x[:-1])
         wt = jnp.exp(lw - logsumexp(lw))
         dv = jnp.sum(wt * theta * (1.0 - theta) * h * h)
-        keep = jnp.log1p(-jnp.minimum(outside, 1.0))
+        keep = jnp.log1p(-jnp.minimum(outside, 1.0)) * (1.0 + gamma_sum)
         return sides[0], sides[1], (keep, dv)
 
     def contribution(args):
@@ -212,8 +222,9 @@ def _zero_terms(n_dir, J, n_tilts):
     def zeros(*shape, dtype=jnp.float64):
         return jnp.zeros((n_dir, *shape), dtype)
 
-    def side():  # log terms, their log upper bounds, rounding, tilted mean, log M(a), MGFs
+    def side():  # log terms, their log upper bounds, rounding, tilted mean, log M(a), MGFs,
+        # and the sums' bounds for the tilted mean, log M(a) and the MGFs
         log_w = zeros(J, dtype=jnp.complex128)
-        return (log_w, zeros(J), zeros(J), zeros(), zeros(), zeros(n_tilts))
+        return (log_w, zeros(J), zeros(J), zeros(), zeros(), zeros(n_tilts), zeros(2 + n_tilts))
 
     return side(), side(), (zeros(), zeros())
