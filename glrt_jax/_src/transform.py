@@ -147,6 +147,11 @@ def phase_sums(mu, q, n, p, values, a, dw, tilts, *, loss, B, J, direction=None,
     m_round = jnp.minimum(active - 1.0, (chunk - 1) + (kk // chunk - 1)) + 2.0
     gamma_sum = 2.0 * m_round * UNIT_ROUNDOFF / (1.0 - m_round * UNIT_ROUNDOFF)
 
+    def sum_bound(v):
+        """A per-phase scalar's share of its sum's rounding bound; none for an infinite
+        term (e.g. the log of no mass), which makes its sum so whatever the rounding."""
+        return jnp.where(jnp.isfinite(v), gamma_sum * jnp.abs(v), 0.0)
+
     def one_direction(x, pi, kappa, outside, a_i, dw_i, b_i):
         """One phase's terms in one direction (per round), from its grid and bin masses."""
         p_up, up = grids.split(pi, kappa, x, many)
@@ -167,8 +172,8 @@ def phase_sums(mu, q, n, p, values, a, dw, tilts, *, loss, B, J, direction=None,
         log_up = log_up + gamma_sum * jnp.abs(log_up)
         terms = (log_w, log_up, rel + gamma_sum * jnp.abs(log_w), c, log_m)
         # (per side: the bounds for the tilted mean, log M(a) and the MGFs, in that order)
-        mg_err = jnp.broadcast_to(gamma_sum * jnp.abs(mg), (2,) + mg.shape)
-        errs = jnp.concatenate([gamma_sum * jnp.abs(jnp.stack([c, log_m], -1)), mg_err], -1)
+        mg_err = jnp.broadcast_to(sum_bound(mg), (2,) + mg.shape)
+        errs = jnp.concatenate([sum_bound(jnp.stack([c, log_m], -1)), mg_err], -1)
         sides = [tuple(t[k] for t in terms) + (mg, errs[k]) for k in (0, 1)]
         h = x[1:] - x[:-1]
         theta = jnp.where(pi > 0, up / jnp.where(pi > 0, pi, 1.0), 0.0)
