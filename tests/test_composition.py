@@ -1254,7 +1254,9 @@ def test_double_double_and_more_points_in_one_pass(monkeypatch):
     above tol/2, so the re-plan takes double-double transforms and four times the points
     in one pass, where it took a double-double pass at the same points first (its upper
     bound 5.3e-3 above the estimate) and then one at four times the points. The bracket
-    is much narrower than the float64 passes' and overlaps it (both certified)."""
+    proves the tolerance (1.1e-3 wide before the logs' rounding was charged as measured,
+    transform.log_transform), is much narrower than the float64 passes' and overlaps it
+    (both certified)."""
     passes = _record_passes(monkeypatch, "precise", "B")
     args = (np.linspace(0.9, 1.0, 10), np.full(10, 1e-4), np.full(10, 1000), 1e-12)
     b = accountant.schedule_epsilon(*args)
@@ -1262,7 +1264,7 @@ def test_double_double_and_more_points_in_one_pass(monkeypatch):
     assert len(precise) == 1, passes
     assert precise[0] == 4 * [points for exact, points in passes if not exact][-1], passes
     lo, up = float(b.lower), float(b.upper)
-    assert 0.0 < lo <= up <= (1 + 2e-3) * lo, b
+    assert 0.0 < lo <= up <= (1 + 1e-3) * lo, b
 
     staged = composition._staged
     monkeypatch.setattr(
