@@ -551,8 +551,8 @@ _REPLANS = 4
 # The most work of a pass with double-double transforms (see _refine): phases with steps
 # × nodes (the transforms skip padding phases). Their transforms cost about 20 ms each at
 # 16384 nodes and 4096 points (float64: 1.4 ms), two per phase and direction: K = 10 at
-# q = 1e-4, δ = 1e-12 takes two passes at 16384 nodes, 0.62 s warm in all on a 2-core CPU
-# (0.15–0.19 s with float64 transforms); a third pass at 65536 nodes made its first
+# q = 1e-4, δ = 1e-12 takes one such pass at 16384 nodes, 0.40 s warm in all on a 2-core
+# CPU (0.15–0.19 s with float64 transforms alone); a pass at 65536 nodes made its first
 # call's passes 10–13 s. One phase may go to 2¹⁸ nodes (GLRT d = 10 at σ = 0.9, q = 1e-4,
 # N = 100, δ = 1e-15: [0.00256, 0.0158] → [0.00300, 0.00339], 0.43 → 1.1 s warm).
 _PRECISE_WORK = 1 << 18
@@ -863,8 +863,8 @@ def _refine(
         # points; in the same pass as double-double transforms when the gap without the
         # rounding is still above tol/2 (K = 10 phases of σ from 0.9 to 1.0, q = 1e-4,
         # 1000 steps each, δ = 1e-12: 2.2e-2 above the estimate, 1.8e-2 of it rounding;
-        # the double-double pass at 512 points then stood 5.3e-3 above, and the one after
-        # it at 2048 met tol).
+        # a double-double pass at 512 points then stood 5.3e-3 above, and only the one
+        # after it, at 2048, gave the final bracket: now the first does).
         rest = gap - rounding if more_precise else gap
         more_points = not again and rest > share_max and sizes[0] < POINTS[-1]
         # The upper bound settled and the lower bound far below the estimate: its

@@ -148,7 +148,7 @@ def phase_sums(mu, q, n, p, values, a, dw, tilts, *, loss, B, J, direction=None,
     gamma_sum = 2.0 * m_round * UNIT_ROUNDOFF / (1.0 - m_round * UNIT_ROUNDOFF)
 
     def sum_bound(v):
-        """A per-phase scalar's share of its sum's rounding bound; none for an infinite
+        """A per-phase term's share of its sum's rounding bound; none for an infinite
         term (e.g. the log of no mass), which makes its sum so whatever the rounding."""
         return jnp.where(jnp.isfinite(v), gamma_sum * jnp.abs(v), 0.0)
 
@@ -169,8 +169,7 @@ def phase_sums(mu, q, n, p, values, a, dw, tilts, *, loss, B, J, direction=None,
             jnp.stack([x, x_lo_pad]), jnp.stack([p_up, p_lo_pad])
         )
         log_w, log_up, rel, c, log_m = terms
-        log_up = log_up + gamma_sum * jnp.abs(log_up)
-        terms = (log_w, log_up, rel + gamma_sum * jnp.abs(log_w), c, log_m)
+        terms = (log_w, log_up + sum_bound(log_up), rel + sum_bound(log_w), c, log_m)
         # (per side: the bounds for the tilted mean, log M(a) and the MGFs, in that order)
         mg_err = jnp.broadcast_to(sum_bound(mg), (2,) + mg.shape)
         errs = jnp.concatenate([sum_bound(jnp.stack([c, log_m], -1)), mg_err], -1)
