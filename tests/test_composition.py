@@ -509,6 +509,38 @@ def test_bracket_within_tolerance_ends_the_replans(monkeypatch):
     assert float(b.lower) <= ref and float(b.upper) <= (1 + 1e-3) * ref
 
 
+def test_a_replan_that_would_not_change_the_transforms_is_not_run(monkeypatch):
+    """The same K = 10 phases at tol = 1e-4 answer below the plan's guess of ε, so the
+    re-plans plan again from below; that plan damps and spaces the nodes as the first
+    one did, and its pass at the same sizes gave the same bracket. It is no longer run:
+    the re-plan goes straight to four times the points, and the bracket is the one the
+    extra pass led to (both certified: they overlap, and both prove the tolerance)."""
+    passes = []
+    staged = composition._staged
+
+    def recording(valid, mu, q, n, target, p, **kwargs):
+        if not programs._AHEAD.get():
+            i = kwargs["only"]
+            a, w = (np.asarray(v, np.float64) for v in (p.a, p.W))
+            key = (kwargs["B"], kwargs["J"], a if i is None else a[i], w if i is None else w[i])
+            passes.append(tuple(np.asarray(v).tobytes() for v in key))
+        return staged(valid, mu, q, n, target, p, **kwargs)
+
+    monkeypatch.setattr(composition, "_staged", recording)
+    rng = np.random.default_rng(0)
+    args = (rng.uniform(0.8, 1.5, 10), rng.uniform(0.005, 0.02, 10), 10, 1e-5)
+    b = accountant.schedule_epsilon(*args, tol=1e-4)
+    pairs = zip(passes, passes[1:], strict=False)
+    assert len(passes) >= 2 and all(x != y for x, y in pairs), len(passes)
+    assert float(b.upper) <= (1 + 1e-4) * float(b.lower)
+
+    passes.clear()  # the check off: the repeated pass comes back
+    monkeypatch.setattr(composition, "_same_transforms", lambda *_: False)
+    before = accountant.schedule_epsilon(*args, tol=1e-4)
+    assert any(x == y for x, y in zip(passes, passes[1:], strict=False)), len(passes)
+    assert max(float(b.lower), float(before.lower)) <= min(float(b.upper), float(before.upper))
+
+
 def test_floor_points_settle_a_tail_query_in_one_pass(monkeypatch):
     """σ = 0.92, q = 1e-3, N = 1000, δ = 1e-10: at the floor's 4096 nodes, 512 grid points
     left a bracket 1.8e-3 wide and a re-plan of 2¹⁸ nodes (0.23 s); at least one point per

@@ -778,8 +778,9 @@ def validate_sizes(tol, points, nodes):
 
 
 def _refine(
-    bounds, diag, valid, mu, q, n, target, tol, sizes, static, only=None, others_up=-np.inf
-):
+    bounds, diag, plan, valid, mu, q, n, target, tol, sizes, static, only=None,
+    others_up=-np.inf,
+):  # fmt: skip
     """Eager re-plans when the answer shows the plan's assumptions did not hold.
 
     In order: an ε answer near or below the planning guess ``eps_ref`` (one or a few
@@ -800,9 +801,18 @@ def _refine(
     plan's guesses were. Where the directions' upper bounds show that one direction alone
     decides the answer (:func:`_deciding_direction`), the re-plans compose that direction
     alone; ``only`` and ``others_up``: a first pass that composed direction ``only``
-    alone (the others' bound ``others_up``, see :func:`_lead_alone`).
+    alone (the others' bound ``others_up``, see :func:`_lead_alone`); ``plan``: the plan
+    of the pass behind ``bounds``.
+
+    A re-plan from below whose plan damps and spaces the nodes as the one before it
+    (:func:`_same_transforms`) is not run: it could change only the smoothing and the
+    sizes, which the steps after it choose (K = 10 phases, σ_k ∈ [0.8, 1.5],
+    q_k ∈ [0.005, 0.02], 10 steps each, δ = 1e-5 at tol = 3e-6: a pass of 2048 points and
+    65536 nodes gave the same bracket to eight digits). A re-plan with the arguments of
+    the plan before it (more points) takes that plan rather than planning again.
     """
     hint, cap, floor = jnp.nan, np.inf, 0.0
+    planned = (hint, cap, floor)  # the arguments that gave ``plan``
     precise = False
     # (the phases with steps: those the transforms are computed for, see _PRECISE_WORK)
     active = int(np.count_nonzero(np.asarray(n) > 0))
@@ -815,7 +825,8 @@ def _refine(
             break
         if only is None:
             only, others_up = _deciding_direction(diag, bounds)
-        kept = (hint, cap, floor, sizes, diag, precise, last)  # the plan behind the bracket
+        # the plan behind the bracket
+        kept = (hint, cap, floor, sizes, diag, precise, last, plan, planned)
         again = False
         est = float(bounds.estimate)
         if static["query"] == "epsilon" and not settled:
@@ -828,6 +839,7 @@ def _refine(
             # bound's (see planning.plan), once.
             hint, again = 0.5 * est, True
         share = float(diag["smoothing"])
+        from_below = again
         if not settled and np.isfinite(share) and share > 0 and (share > share_max or again):
             # The share grows like τ²: cap the width the nodes are planned for at the
             # one that brings it to 0.3 tol (the plan's own width may be narrower still,
@@ -840,6 +852,13 @@ def _refine(
             if share > share_max:
                 step, again = min(step, 0.5), True
             cap = max(min(cap, step * float(diag["tau_decide"])), tau_min)
+        p = None
+        if from_below and not share > share_max:
+            p = _plan_at(hint, cap, floor, mu, q, n, target, tol, static)
+            if _same_transforms(p, plan, only):
+                # (as a pass of it would: no better, and only the steps below are left)
+                hint, cap, floor = kept[:3]
+                again, settled, p = False, True, None
         known = np.isfinite(est) and est > 0
         gap = (float(bounds.upper) - est) / est if known else np.nan
         low = (est - float(bounds.lower)) / est if known else np.nan
@@ -884,8 +903,10 @@ def _refine(
         if not (again or more_points or more_nodes or more_precise):
             break
         precise = precise or more_precise
-        hint_a, cap_a, floor_a = np.float64(hint), np.float64(cap), np.float64(floor)
-        p = _plan_stage(mu, q, n, target, tol, hint_a, cap_a, floor_a, **static)
+        if p is None:
+            same = all(_same_value(x, y) for x, y in zip((hint, cap, floor), planned, strict=True))
+            p = plan if same else _plan_at(hint, cap, floor, mu, q, n, target, tol, static)
+        plan, planned = p, (hint, cap, floor)
         at_least = sizes
         if more_points or more_nodes:  # four times the points, or twice the nodes
             at_least = (4 * sizes[0], sizes[1]) if more_points else (sizes[0], 2 * sizes[1])
@@ -915,8 +936,32 @@ def _refine(
             # the estimate took 2¹⁸ nodes and a bracket 3.8e-2 wide, after which no more
             # nodes were left for the first plan's 1.4e-3).
             settled = True
-            hint, cap, floor, sizes, diag, precise, last = kept
+            hint, cap, floor, sizes, diag, precise, last, plan, planned = kept
     return bounds
+
+
+def _plan_at(hint, cap, floor, mu, q, n, target, tol, static):
+    """A re-plan's plan (:func:`_plan_stage`) at ``hint``, ``cap`` and ``floor``."""
+    args = (np.float64(hint), np.float64(cap), np.float64(floor))
+    return _plan_stage(mu, q, n, target, tol, *args, **static)
+
+
+def _same_value(x, y):
+    """Equal floats, NaN equal to NaN (an unset hint)."""
+    x, y = float(x), float(y)
+    return x == y or (math.isnan(x) and math.isnan(y))
+
+
+def _same_transforms(p, plan, only):
+    """Whether plans ``p`` and ``plan`` have the same damping and period on the directions
+    a pass composes (``only``, or every one): the per-round transforms of a pass then
+    differ only by its sizes, and its smoothing by theirs."""
+
+    def on(v):
+        v = np.asarray(v, np.float64)
+        return v if only is None else v[only]
+
+    return np.array_equal(on(p.a), on(plan.a)) and np.array_equal(on(p.W), on(plan.W))
 
 
 def _deciding_direction(diag, bounds):
@@ -1089,7 +1134,7 @@ def _query_once(
     if auto and not traced:
         sizes = (points, nodes)
         args = (valid, mu, q, n, target, tol_a, sizes, static, only, others_up)
-        bounds = _refine(bounds, diag, *args)
+        bounds = _refine(bounds, diag, p, *args)
     return bounds if exact is None else _intersect(bounds, exact)
 
 
