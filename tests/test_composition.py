@@ -512,9 +512,11 @@ def test_bracket_within_tolerance_ends_the_replans(monkeypatch):
 def test_a_replan_that_would_not_change_the_transforms_is_not_run(monkeypatch):
     """The same K = 10 phases at tol = 1e-4 answer below the plan's guess of ε, so the
     re-plans plan again from below; that plan damps and spaces the nodes as the first
-    one did, and its pass at the same sizes gave the same bracket. It is no longer run:
-    the re-plan goes straight to four times the points, and the bracket is the one the
-    extra pass led to (both certified: they overlap, and both prove the tolerance)."""
+    one did, and its pass at the same sizes gave the same bracket, before a third pass
+    at four times the points. The re-plan from below now takes the four times the
+    points itself: no pass repeats the sizes, damping and period of the one before it,
+    and the bracket proves the tolerance and overlaps the three passes' one (both
+    certified)."""
     passes = []
     staged = composition._staged
 
@@ -598,32 +600,28 @@ def test_replans_after_one_that_did_not_help_refine_the_first_plan(monkeypatch):
     an estimate near the planning guess, so the engine re-plans at the estimate. Where
     that re-plan does not improve the bound (forced here: its bracket is replaced by a
     wider one; σ = 0.9, q = 1e-5, N = 10⁴, δ = 1e-6 once did this by itself, 1.4e-3 →
-    3.8e-2 wide), the next pass refines the first plan (no hint, more points or nodes than
-    the first pass), not the failed one, and the answer keeps the first bracket's bounds
-    at least."""
-    hints, passes = [], []
-    plan_stage, staged = composition._plan_stage, composition._staged
-
-    def planned(*args, **kwargs):
-        hints.append(float(args[5]))
-        return plan_stage(*args, **kwargs)
+    3.8e-2 wide), the next pass refines the first plan (the same plan, more points or
+    nodes than the first pass), not the failed one, and the answer keeps the first
+    bracket's bounds at least."""
+    passes = []
+    staged = composition._staged
 
     def passed(*args, **kwargs):
         b, diag = staged(*args, **kwargs)
         if programs._AHEAD.get():
             return b, diag
-        passes.append((kwargs["B"], kwargs["J"], b))
+        guess = np.asarray(args[5].eps_ref, np.float64).tobytes()  # the plan's guess of ε
+        passes.append((kwargs["B"], kwargs["J"], b, guess))
         if len(passes) == 2:  # the re-plan at the estimate: no better than the first pass
             first = passes[0][2]
             b = accountant.Bounds(0.0 * b.lower, b.estimate, 2.0 * first.upper)
         return b, diag
 
-    monkeypatch.setattr(composition, "_plan_stage", planned)
     monkeypatch.setattr(composition, "_staged", passed)
     b = accountant.schedule_epsilon(0.9, 1e-3, 1, 1e-9)
-    assert len(passes) >= 3 and math.isnan(hints[0]) and math.isfinite(hints[1])
-    assert math.isnan(hints[2])  # the first plan again
-    (b0, j0, first), (b2, j2, _) = passes[0], passes[2]
+    assert len(passes) >= 3 and passes[1][3] != passes[0][3]  # (planned from below)
+    assert passes[2][3] == passes[0][3]  # the first plan again
+    (b0, j0, first, _), (b2, j2, _, _) = passes[0], passes[2]
     assert (b2, j2) in ((4 * b0, j0), (b0, 2 * j0))
     assert float(first.lower) <= float(b.lower) and float(b.upper) <= float(first.upper)
     assert one_round_epsilon(0.9, 1e-3, 1e-9) <= float(b.upper)

@@ -805,11 +805,13 @@ def _refine(
     of the pass behind ``bounds``.
 
     A re-plan from below whose plan damps and spaces the nodes as the one before it
-    (:func:`_same_transforms`) is not run: it could change only the smoothing and the
-    sizes, which the steps after it choose (K = 10 phases, σ_k ∈ [0.8, 1.5],
-    q_k ∈ [0.005, 0.02], 10 steps each, δ = 1e-5 at tol = 3e-6: a pass of 2048 points and
-    65536 nodes gave the same bracket to eight digits). A re-plan with the arguments of
-    the plan before it (more points) takes that plan rather than planning again.
+    (:func:`_same_transforms`) changes the smoothing only, not the grids'
+    discretisation: where the upper bound also lies more than tol/2 above the estimate,
+    it takes four times the points in the same pass (K = 10 phases, σ_k ∈ [0.8, 1.5],
+    q_k ∈ [0.005, 0.02], 10 steps each, δ = 1e-5 at tol = 3e-6: its pass at the same
+    2048 points and 65536 nodes gave the same bracket to eight digits, and only the one
+    after it, at 8192 points, the answer). A re-plan with the arguments of the plan
+    before it (more points or nodes) takes that plan rather than planning again.
     """
     hint, cap, floor = jnp.nan, np.inf, 0.0
     planned = (hint, cap, floor)  # the arguments that gave ``plan``
@@ -852,13 +854,10 @@ def _refine(
             if share > share_max:
                 step, again = min(step, 0.5), True
             cap = max(min(cap, step * float(diag["tau_decide"])), tau_min)
-        p = None
+        p, same = None, False
         if from_below and not share > share_max:
             p = _plan_at(hint, cap, floor, mu, q, n, target, tol, static)
-            if _same_transforms(p, plan, only):
-                # (as a pass of it would: no better, and only the steps below are left)
-                hint, cap, floor = kept[:3]
-                again, settled, p = False, True, None
+            same = _same_transforms(p, plan, only)
         known = np.isfinite(est) and est > 0
         gap = (float(bounds.upper) - est) / est if known else np.nan
         low = (est - float(bounds.lower)) / est if known else np.nan
@@ -885,7 +884,8 @@ def _refine(
         # a double-double pass at 512 points then stood 5.3e-3 above, and only the one
         # after it, at 2048, gave the final bracket: now the first does).
         rest = gap - rounding if more_precise else gap
-        more_points = not again and rest > share_max and sizes[0] < POINTS[-1]
+        # (and with a re-plan from below that keeps the damping and period, see above)
+        more_points = (same or not again) and rest > share_max and sizes[0] < POINTS[-1]
         # The upper bound settled and the lower bound far below the estimate: its
         # smoothing deficit (and aliasing) shrink with the width τ. Half the width (twice
         # the nodes); one round at σ = 0.9, q = 1e-3, δ = 1e-9: [0, 0.22046] at 4096
@@ -929,7 +929,7 @@ def _refine(
             better = float(new.upper) < float(bounds.upper)
         bounds, last = _intersect(bounds, new), new
         if not better:
-            if more_points or more_nodes or more_precise:
+            if not again:  # more points, nodes or precision for the plan did not help
                 break
             # More points or nodes then refine the plan that gave the bracket, not the one
             # that did not improve it (σ = 0.9, q = 1e-5, N = 10⁴, δ = 1e-6: the re-plan at
