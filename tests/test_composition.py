@@ -509,7 +509,7 @@ def test_bracket_within_tolerance_ends_the_replans(monkeypatch):
     assert float(b.lower) <= ref and float(b.upper) <= (1 + 1e-3) * ref
 
 
-def test_a_replan_that_would_not_change_the_transforms_is_not_run(monkeypatch):
+def test_a_replan_from_below_that_keeps_the_transforms_takes_more_points(monkeypatch):
     """The same K = 10 phases at tol = 1e-4 answer below the plan's guess of ε, so the
     re-plans plan again from below; that plan damps and spaces the nodes as the first
     one did, and its pass at the same sizes gave the same bracket, before a third pass

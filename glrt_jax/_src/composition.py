@@ -904,8 +904,9 @@ def _refine(
             break
         precise = precise or more_precise
         if p is None:
-            same = all(_same_value(x, y) for x, y in zip((hint, cap, floor), planned, strict=True))
-            p = plan if same else _plan_at(hint, cap, floor, mu, q, n, target, tol, static)
+            args = zip((hint, cap, floor), planned, strict=True)
+            unchanged = all(_same_value(x, y) for x, y in args)
+            p = plan if unchanged else _plan_at(hint, cap, floor, mu, q, n, target, tol, static)
         plan, planned = p, (hint, cap, floor)
         at_least = sizes
         if more_points or more_nodes:  # four times the points, or twice the nodes
@@ -954,8 +955,8 @@ def _same_value(x, y):
 
 def _same_transforms(p, plan, only):
     """Whether plans ``p`` and ``plan`` have the same damping and period on the directions
-    a pass composes (``only``, or every one): the per-round transforms of a pass then
-    differ only by its sizes, and its smoothing by theirs."""
+    a pass composes (``only``, or every one): at the same sizes, passes of the two then
+    compute the same per-round transforms, and differ only by their smoothing."""
 
     def on(v):
         v = np.asarray(v, np.float64)
