@@ -543,6 +543,39 @@ def test_a_replan_from_below_that_keeps_the_transforms_takes_more_points(monkeyp
     assert max(float(b.lower), float(before.lower)) <= min(float(b.upper), float(before.upper))
 
 
+def test_a_pass_is_known_by_what_it_computes_from():
+    """A re-plan's pass is not run when it would repeat the one before it (GLRT, N = 10,
+    σ = 1, q = 1e-3, δ = 1e-5 at tol = 1e-6: a smoothing re-plan at the most nodes,
+    2¹⁸, whose narrower width no node resolves, computed the same bracket again). Two
+    plans equal but for the leaves that only size a pass (``tau_tol``, ``b_need``,
+    ``j_need``) make the same pass at the same sizes, direction and arithmetic; any other
+    leaf, a size, the direction or the arithmetic makes another."""
+    sig, q, n = pad_phases(np.array([1.0, 1.2]), np.array([1e-3, 2e-3]), np.array([10, 20]), np)
+    static = dict(adversary="glrt", d=1, neighbouring="add_remove", query="epsilon")
+    nan, inf = np.float64(np.nan), np.float64(np.inf)
+    args = (1.0 / sig, q, n, np.float64(1e-5), np.float64(1e-6), nan, inf)
+    p = composition._plan_stage(*args, **static)
+    key = composition._pass_key(p, (512, 4096), 0, False)
+    sized = p._replace(tau_tol=0.5 * p.tau_tol, b_need=2.0 * p.b_need, j_need=2.0 * p.j_need)
+    assert composition._same_pass(key, composition._pass_key(sized, (512, 4096), 0, False))
+
+    def moved(v):  # the next float up, in every entry
+        return np.nextafter(np.asarray(v, np.float64), np.inf)
+
+    others = [
+        composition._pass_key(p._replace(**{f: moved(getattr(p, f))}), (512, 4096), 0, False)
+        for f in ("a", "W", "log_trunc", "eps_ref", "xp", "pp")
+    ]
+    others += [
+        composition._pass_key(p, (512, 8192), 0, False),
+        composition._pass_key(p, (2048, 4096), 0, False),
+        composition._pass_key(p, (512, 4096), 1, False),
+        composition._pass_key(p, (512, 4096), None, False),
+        composition._pass_key(p, (512, 4096), 0, True),
+    ]
+    assert not any(composition._same_pass(key, other) for other in others)
+
+
 def test_floor_points_settle_a_tail_query_in_one_pass(monkeypatch):
     """σ = 0.92, q = 1e-3, N = 1000, δ = 1e-10: at the floor's 4096 nodes, 512 grid points
     left a bracket 1.8e-3 wide and a re-plan of 2¹⁸ nodes (0.23 s); at least one point per

@@ -811,10 +811,14 @@ def _refine(
     q_k ∈ [0.005, 0.02], 10 steps each, δ = 1e-5 at tol = 3e-6: its pass at the same
     2048 points and 65536 nodes gave the same bracket to eight digits, and only the one
     after it, at 8192 points, the answer). A re-plan with the arguments of the plan
-    before it (more points or nodes) takes that plan rather than planning again.
+    before it (more points or nodes) takes that plan rather than planning again, and a
+    pass that would repeat the one before it (:func:`_pass_key`: a smoothing re-plan at
+    the most nodes, whose narrower width no node resolves) is not run: it is the same
+    bracket, which did not improve the bound.
     """
     hint, cap, floor = jnp.nan, np.inf, 0.0
     planned = (hint, cap, floor)  # the arguments that gave ``plan``
+    passed = _pass_key(plan, sizes, only, False)  # the pass behind ``bounds``
     precise = False
     # (the phases with steps: those the transforms are computed for, see _PRECISE_WORK)
     active = int(np.count_nonzero(np.asarray(n) > 0))
@@ -828,7 +832,7 @@ def _refine(
         if only is None:
             only, others_up = _deciding_direction(diag, bounds)
         # the plan behind the bracket
-        kept = (hint, cap, floor, sizes, diag, precise, last, plan, planned)
+        kept = (hint, cap, floor, sizes, diag, precise, last, plan, planned, passed)
         again = False
         est = float(bounds.estimate)
         if static["query"] == "epsilon" and not settled:
@@ -914,14 +918,19 @@ def _refine(
         sizes = _sizes_for(p, at_least=at_least, replan=True)
         # (a re-plan's sizes may outgrow what double-double transforms can afford)
         exact = precise and active * sizes[1] <= _PRECISE_WORK
-        _prepare_pass(valid, mu, q, n, target, p, sizes, only, static, exact)
-        new, diag = _staged(
-            valid, mu, q, n, target, p, B=sizes[0], J=sizes[1], only=only, precise=exact,
-            **static,
-        )  # fmt: skip
-        if only is not None:  # the answer is the maximum over directions
-            up = jax.device_put(np.maximum(np.asarray(new.upper), others_up))
-            new = new._replace(upper=up)
+        key = _pass_key(p, sizes, only, exact)
+        if _same_pass(key, passed):  # the same computation: the same bracket and diag
+            new = last
+        else:
+            _prepare_pass(valid, mu, q, n, target, p, sizes, only, static, exact)
+            new, diag = _staged(
+                valid, mu, q, n, target, p, B=sizes[0], J=sizes[1], only=only, precise=exact,
+                **static,
+            )  # fmt: skip
+            if only is not None:  # the answer is the maximum over directions
+                up = jax.device_put(np.maximum(np.asarray(new.upper), others_up))
+                new = new._replace(upper=up)
+        passed = key
         if more_nodes:
             better = float(new.lower) > float(bounds.lower)
         elif more_precise:  # (against the same plan's bracket without it)
@@ -937,7 +946,7 @@ def _refine(
             # the estimate took 2¹⁸ nodes and a bracket 3.8e-2 wide, after which no more
             # nodes were left for the first plan's 1.4e-3).
             settled = True
-            hint, cap, floor, sizes, diag, precise, last, plan, planned = kept
+            hint, cap, floor, sizes, diag, precise, last, plan, planned, passed = kept
     return bounds
 
 
@@ -945,6 +954,25 @@ def _plan_at(hint, cap, floor, mu, q, n, target, tol, static):
     """A re-plan's plan (:func:`_plan_stage`) at ``hint``, ``cap`` and ``floor``."""
     args = (np.float64(hint), np.float64(cap), np.float64(floor))
     return _plan_stage(mu, q, n, target, tol, *args, **static)
+
+
+# The plan's leaves that only size a pass (and are reported by it): passes of two plans
+# equal in every other leaf, at the same sizes, compute the same bracket.
+_SIZING_ONLY = ("tau_tol", "b_need", "j_need")
+
+
+def _pass_key(p, sizes, only, precise):
+    """What a pass of plan ``p`` computes from: the plan's leaves but those that only size
+    it, its sizes, its direction and its arithmetic (see :func:`_same_pass`)."""
+    leaves = tuple(np.asarray(getattr(p, f)) for f in p._fields if f not in _SIZING_ONLY)
+    return leaves, tuple(int(s) for s in sizes), only, bool(precise)
+
+
+def _same_pass(x, y):
+    """Whether two :func:`_pass_key` describe the same computation."""
+    (lx, *rest_x), (ly, *rest_y) = x, y
+    same_leaves = all(np.array_equal(a, b, equal_nan=True) for a, b in zip(lx, ly, strict=True))
+    return rest_x == rest_y and same_leaves
 
 
 def _same_value(x, y):
