@@ -962,17 +962,24 @@ _SIZING_ONLY = ("tau_tol", "b_need", "j_need")
 
 
 def _pass_key(p, sizes, only, precise):
-    """What a pass of plan ``p`` computes from: the plan's leaves but those that only size
-    it, its sizes, its direction and its arithmetic (see :func:`_same_pass`)."""
-    leaves = tuple(np.asarray(getattr(p, f)) for f in p._fields if f not in _SIZING_ONLY)
-    return leaves, tuple(int(s) for s in sizes), only, bool(precise)
+    """What a pass of plan ``p`` computes from: the plan, its sizes, its direction and
+    its arithmetic (compared by :func:`_same_pass`)."""
+    return p, tuple(int(s) for s in sizes), only, bool(precise)
 
 
 def _same_pass(x, y):
-    """Whether two :func:`_pass_key` describe the same computation."""
-    (lx, *rest_x), (ly, *rest_y) = x, y
-    same_leaves = all(np.array_equal(a, b, equal_nan=True) for a, b in zip(lx, ly, strict=True))
-    return rest_x == rest_y and same_leaves
+    """Whether two :func:`_pass_key` describe the same computation: the same sizes,
+    direction and arithmetic, and plans equal in every leaf but those that only size a
+    pass (compared last, and only as far as they agree: at many phases the planning
+    points are megabytes)."""
+    (px, *rest_x), (py, *rest_y) = x, y
+    if rest_x != rest_y:
+        return False
+    fields = (f for f in px._fields if f not in _SIZING_ONLY)
+    return all(
+        np.array_equal(np.asarray(getattr(px, f)), np.asarray(getattr(py, f)), equal_nan=True)
+        for f in fields
+    )
 
 
 def _same_value(x, y):
