@@ -97,6 +97,7 @@ def test_reference_against_mpmath():
         ("companded", 513, 4096),
         ("clustered", 1025, 1024),
         ("wrap", 513, 1024),
+        ("wrap", 65, 8),  # the fewest nodes: every point's taps wrap around the grid
         ("one_point", 129, 16384),
         ("cell_edges", 257, 2048),
         # More than nufft._SPLIT_FROM points: the multiples of a quantum summed exactly.
@@ -192,6 +193,14 @@ def test_precise_sums_within_their_bound(kind, B, J):
     assert bound <= 1.01 * 2.0**-53
     # Useful: the float64 sums are hundreds of times less accurate on the same case.
     assert float(_sums(y, v, J)[1]) > 100 * bound
+
+
+def test_fewer_than_eight_nodes_is_a_clear_error():
+    # (Below 8 nodes the kernel's taps would wrap around the grid more than once.)
+    y, v = _case("random", 33, np.random.default_rng(0))
+    for J in (2, 4, 6, 12):
+        with pytest.raises(ValueError, match="J must be a power of two >= 8"):
+            nufft.sums(y, v, J)
 
 
 def test_precise_sums_need_sixteen_nodes_and_keep_nan_and_derivatives():
