@@ -97,7 +97,7 @@ def test_reference_against_mpmath():
         ("companded", 513, 4096),
         ("clustered", 1025, 1024),
         ("wrap", 513, 1024),
-        ("wrap", 65, 8),  # the fewest nodes: every point's taps wrap around the grid
+        ("wrap", 65, 8),  # the fewest nodes: the taps of most points wrap around the grid
         ("one_point", 129, 16384),
         ("cell_edges", 257, 2048),
         # More than nufft._SPLIT_FROM points: the multiples of a quantum summed exactly.
