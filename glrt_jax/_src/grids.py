@@ -26,6 +26,7 @@ from jax import lax
 from jax.scipy.special import logsumexp
 
 from glrt_jax._src import losses
+from glrt_jax._src.numerics import computed_once
 
 # Planning points per direction (uniform, geometric from each end, geometric around 0),
 # divided by :func:`planning_points`'s ``thin``.
@@ -122,26 +123,9 @@ def bins(adversary, d, is_add, mu, q, x):
     return jnp.maximum(pi, 0.0), jnp.maximum(kappa, 0.0), outside
 
 
-def computed_once(v, apart=True):
-    """``v`` (``apart``: computed in a program step of its own, else as it comes).
-
-    XLA's CPU backend fuses elementwise work into its consumers and evaluates it once
-    per use: where a consumer reads ``v`` at two shifts (both ends of a bin), the
-    exponentials behind ``v`` run twice per point, in a loop that is not vectorised. As
-    a sum over a new axis of ``v`` and zeros (exact), ``v`` is the output of a reduction,
-    which the backend computes apart and stores. The values may then differ from the
-    fused ones in their last bits (another code path for the same exponentials). K = 10⁴
-    distinct phases, NPO, the plan's per-phase program over half of them, run alone: its
-    split pmf 279 → 104 ms.
-    """
-    if not apart:
-        return v
-    return jnp.sum(jnp.stack([v, jnp.zeros_like(v)]), axis=0)
-
-
 def split(pi, kappa, x, apart=False):
     """Connect-the-dots pmf on the points ``x`` (bins of any widths); ``apart``: see
-    :func:`computed_once`."""
+    :func:`glrt_jax._src.numerics.computed_once`."""
     h = x[1:] - x[:-1]
     exp_x = jnp.exp(jnp.clip(x[:-1], -700.0, 700.0))
     up = jnp.clip((pi - exp_x * kappa) / -jnp.expm1(-jnp.maximum(h, 1e-300)), 0.0, pi)
@@ -188,7 +172,7 @@ def pmf_log_mgf(x, p, ts):
 
 def compand_counts(xp, pmf, t, apart=False):
     """Per planning bin: the companding share ``w^{1/3} h^{2/3}`` (tilted and plain mass);
-    ``apart``: see :func:`computed_once`."""
+    ``apart``: see :func:`glrt_jax._src.numerics.computed_once`."""
     logw = safe_log(pmf) + t * xp
     w = computed_once(jnp.exp(logw - logsumexp(logw)), apart)
     w0 = pmf / jnp.sum(pmf)
@@ -206,7 +190,7 @@ def companded_grid(xp, pmf, t, B, apart=False):
 
     With a share 0.9 of the points placed so, the split's ``Σ_b w_b h_b²`` is at most
     ``(Σ_b w_b^{1/3} h_b^{2/3})³ / (0.81 B²)`` (Hölder's equality case). ``apart``: see
-    :func:`computed_once`.
+    :func:`glrt_jax._src.numerics.computed_once`.
     """
     count, width = compand_counts(xp, pmf, t, apart)
     total = jnp.sum(count)

@@ -94,6 +94,7 @@ from jax import lax
 
 from glrt_jax._src import double_double as dd
 from glrt_jax._src.double_double import two_product
+from glrt_jax._src.numerics import computed_once
 
 U = 2.0**-53
 _SIGMA = 4  # oversampling
@@ -212,12 +213,11 @@ def _spread_windows(w, cell, delta, a, L):
     grid points from its cell on, as one scatter-add window per point on a grid extended
     by 2M − 1 points (its point ``j`` is position ``j − M + 1``), folded onto the circle.
 
-    ``w`` and ``delta`` are computed apart first: fused into the tables, XLA's CPU backend
-    would compute each point's reduction, cos and sin once per tap. (As sums of themselves
-    and zeros, which is exact: the outputs of reductions, which the backend computes
-    apart and stores; an optimisation barrier does not keep them out of the fusion.)
+    ``w`` and ``delta`` are computed apart first
+    (:func:`~glrt_jax._src.numerics.computed_once`): fused into the tables, XLA's CPU
+    backend would compute each point's reduction, cos and sin once per tap.
     """
-    w, delta = (jnp.sum(jnp.stack([v, jnp.zeros_like(v)]), axis=0) for v in (w, delta))
+    w, delta = computed_once(w), computed_once(delta)
     ext = jnp.zeros(L + 2 * _M - 1, jnp.complex128)
     for i in range(0, cell.shape[0], _PIECE):
         piece = slice(i, i + _PIECE)

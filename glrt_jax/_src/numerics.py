@@ -122,6 +122,25 @@ _STIRLERR_INT = (
 )
 
 
+def computed_once(v, apart=True):
+    """``v`` (``apart``: computed in a program step of its own, else as it comes).
+
+    XLA's CPU backend fuses elementwise work into its consumers and evaluates it once
+    per use: where a consumer reads ``v`` at two shifts (both ends of a bin), the
+    exponentials behind ``v`` run twice per point, in a loop that is not vectorised. As
+    a sum over a new axis of ``v`` and zeros (exact), ``v`` is the output of a reduction,
+    which the backend computes apart and stores (an optimisation barrier does not keep
+    ``v`` out of the fusion). The values may then differ from the fused ones in their
+    last bits (another code path for the same exponentials). K = 10⁴ distinct phases,
+    NPO, the plan's per-phase program over half of them, run alone: its split pmf
+    279 → 104 ms (:mod:`glrt_jax._src.grids`); the non-uniform FFTs' per-point weights
+    and offsets before their (points × taps) tables (:mod:`glrt_jax._src.nufft`).
+    """
+    if not apart:
+        return v
+    return jnp.sum(jnp.stack([v, jnp.zeros_like(v)]), axis=0)
+
+
 def once_if_uniform(fn: Callable[[jax.Array], jax.Array], v: jax.Array) -> jax.Array:
     """``fn(v)`` elementwise, evaluated once when ``v`` is the same at every point (a
     parameter broadcast over a batch of points, the usual case: the non-central χ² tails

@@ -252,7 +252,7 @@ def failure_log_mass(query, target, tol, n_tot):
 def many_phases(phases: int) -> bool:
     """Whether a program over ``phases`` (padded) phases is one of many: its per-phase work
     is what it costs (thinned planning points, :func:`thinning`; per-point values
-    computed once, :func:`glrt_jax._src.grids.computed_once`). Programs of fewer phases
+    computed once, :func:`glrt_jax._src.numerics.computed_once`). Programs of fewer phases
     keep the plain forms, and with them their answers bit for bit."""
     return phases >= _THIN_FROM
 
