@@ -154,10 +154,10 @@ def _phase_range(loss, value, directions, mu, q, log_m):
     return losses.probe_ranges(loss, value, directions, mu, q, jnp.exp(log_m), bound)
 
 
-def _phase_support(loss, value, directions, mu, q, log_m, thin, ends=None):
+def _phase_support(loss, value, directions, mu, q, log_m, thin, ends):
     """Ranges, planning points, split pmf and the P-mass outside the range of one phase,
-    per direction (``ends``: its range, if already at hand)."""
-    lo, hi = _phase_range(loss, value, directions, mu, q, log_m) if ends is None else ends
+    per direction (``ends``: its range, :func:`_phase_range`)."""
+    lo, hi = ends
     is_add = grids.direction_flags(directions)
 
     # Every direction's tails in one call (see grids.bins), the rest per direction.
@@ -281,23 +281,21 @@ def measure_phases(loss, values, mu, q, n, log_m, thin):
     kk = mu.shape[0]
     value = losses.phase_value(loss, values)
 
-    def one(m, r, dk, ends=None):
+    def one(m, r, dk, ends):
         lo, hi, xp, pp, out = _phase_support(loss, value(dk), directions, m, r, log_m, thin, ends)
         return lo, hi, xp, pp, jax.vmap(lambda x, w: grids.pmf_log_mgf(x, w, ts))(xp, pp), out
 
-    # Where the phases are measured one at a time (losses.batch_phases), their ranges come
-    # first, for all phases at once: the range's bisection is branch-free (the tails'
-    # Chernoff bounds), and one phase at a time its 48 steps on a few numbers each are
-    # hundreds of tiny kernels per phase. GLRT d = 10, the tables' K-phase schedule: per
-    # half of K = 1000 alone, the per-phase part 257 → 215 ms; K = 10⁴ warm 5.37–5.66 →
-    # 5.20–5.35 s (alternating processes, 2-core CPU); the same answers, bit for bit.
-    known = ()
-    if not losses.batch_phases(loss):
-        known = (
-            jax.vmap(lambda m, r, dk: _phase_range(loss, value(dk), directions, m, r, log_m))(
-                mu, q, values
-            ),
-        )
+    # The ranges come first, for all phases at once: the range's bisection is branch-free
+    # (closed-form tails, or the tails' Chernoff bounds), and within a batch its 48 steps
+    # on a few numbers each are hundreds of small kernels per batch (one phase at a time,
+    # losses.batch_phases: GLRT d = 10, the tables' K-phase schedule, per half of K = 1000
+    # alone, the per-phase part 257 → 215 ms; K = 10⁴ warm 5.37–5.66 → 5.20–5.35 s). NPO
+    # in batches of 32, the same schedule, a half's per-phase part alone (best of 10–15,
+    # two processes each, 2-core CPU): K = 10⁴ 661–665 → 623–626 ms, K = 1000 83–98 →
+    # 76–77 ms. The same answers, bit for bit.
+    ranges = jax.vmap(lambda m, r, dk: _phase_range(loss, value(dk), directions, m, r, log_m))(
+        mu, q, values
+    )
 
     # Phases in batches (a vmap within, or one phase per batch where the loss branches by
     # phase, losses.batch_phases; a scan across: the (T, P) exponentials of every
@@ -308,7 +306,7 @@ def measure_phases(loss, values, mu, q, n, log_m, thin):
     size = phase_block(kk, _LARGE_BATCH if kk >= _LARGE_FROM else _BATCH)
     size = size if losses.batch_phases(loss) else 1
     batches = [v.reshape((kk // size, size)) for v in (mu, q, n, values)]
-    known = jax.tree_util.tree_map(lambda v: v.reshape((kk // size, size) + v.shape[1:]), known)
+    ranges = jax.tree_util.tree_map(lambda v: v.reshape((kk // size, size) + v.shape[1:]), ranges)
     first = jnp.arange(kk // size) == 0
     # Zeros shaped like a batch of ``one``'s output (written out: jax.eval_shape would trace
     # ``one`` a second time; a mismatch fails the scan's carry check).
@@ -318,15 +316,15 @@ def measure_phases(loss, values, mu, q, n, log_m, thin):
     init = (ends, ends, pts, pts, jnp.zeros((size, n_dir, ts.shape[0])), ends)
 
     def body(prev, batch):
-        m, r, k, dk, is_first, *ranges = batch
+        m, r, k, dk, is_first, span = batch
 
         def measure():
-            return vmap_block(lambda args: one(*args), (m, r, dk, *ranges))
+            return vmap_block(lambda args: one(*args), (m, r, dk, span))
 
         out = lax.cond(jnp.any(k > 0) | is_first, measure, lambda: prev)
         return out, out
 
-    _, out = lax.scan(body, init, (*batches, first, *known))
+    _, out = lax.scan(body, init, (*batches, first, ranges))
     return tuple(v.reshape((kk,) + v.shape[2:]) for v in out)
 
 
