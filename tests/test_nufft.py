@@ -220,3 +220,12 @@ def test_precise_sums_need_sixteen_nodes_and_keep_nan_and_derivatives():
     np.testing.assert_allclose(g, np.asarray(jax.grad(f)(v, False)), rtol=0, atol=1e-13)
     exact = np.real(w @ np.exp(1j * np.arange(64)[:, None] * y))
     np.testing.assert_allclose(g, exact, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("width", [1, 2, 3, 7, 8, 13, 26, 31, 32])
+def test_window_sums_match_a_convolution(width):
+    """The spreading's count of terms per grid point (n_max, in its bound) sums each
+    window of ``width`` cells; against numpy's convolution with a box."""
+    v = np.random.default_rng(width).integers(0, 50, 100 + width - 1).astype(np.int32)
+    got = np.asarray(jax.jit(nufft._window_sums, static_argnums=1)(v, width))
+    np.testing.assert_array_equal(got, np.convolve(v, np.ones(width, np.int32), mode="valid"))

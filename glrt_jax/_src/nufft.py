@@ -239,9 +239,31 @@ def _spread(w, cell, delta, a, L, v_bar):
     window of 2M cells (circularly)."""
     grid = _spread_windows(w, cell, delta, a, L)
     count = jnp.zeros(L, jnp.int32).at[cell].add(1)
-    cum = jnp.cumsum(jnp.concatenate([jnp.zeros(1, jnp.int32), count, count[: 2 * _M - 1]]))
-    n_max = jnp.max(cum[2 * _M :] - cum[:L]).astype(jnp.float64) + 1.0
+    windows = _window_sums(jnp.concatenate([count, count[: 2 * _M - 1]]), 2 * _M)
+    n_max = jnp.max(windows).astype(jnp.float64) + 1.0
     return grid, n_max * U / (1.0 - n_max * U)
+
+
+def _window_sums(v, width: int):
+    """``Σ_{j<width} v[i + j]`` for each ``i`` up to ``len(v) − width`` (exact for integers).
+
+    From sums over windows of 1, 2, 4, … (each from two of the level below), one slice of
+    each level that ``width``'s binary digits name: about ``2 log₂ width`` additions per
+    point. XLA's CPU backend computes a cumulative sum as windowed reductions whose cost
+    grows with their window; here it was about a twentieth of the phase sums of many
+    phases (the counts of a 2048-point grid's 26-wide windows, 64 rows: 0.50–0.72 ms by
+    ``cumsum``, 0.21–0.23 ms so, the histogram 0.07 ms of both).
+    """
+    n = v.shape[-1] - width + 1
+    out, offset, level, size = None, 0, v, 1
+    while size <= width:
+        if width & size:
+            part = level[offset : offset + n]
+            out = part if out is None else out + part
+            offset += size
+        level = level[:-size] + level[size:]
+        size *= 2
+    return out
 
 
 def _spread_split(w, cell, delta, a, L, v_bar):
