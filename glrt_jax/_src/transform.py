@@ -200,12 +200,25 @@ def phase_sums(mu, q, n, p, values, a, dw, tilts, *, loss, B, J, direction=None,
     xs = (mu, q, n, values, p.xp, p.pp)
     xs = jax.tree_util.tree_map(lambda v: v.reshape((kk // chunk, chunk) + v.shape[1:]), xs)
 
+    def chunk_sum(block):
+        return jax.tree_util.tree_map(lambda v: jnp.sum(v, axis=0), vmap_block(contribution, block))
+
+    # Reverse-mode derivatives of many phases keep each chunk's inputs alone and compute
+    # the chunk again for its transpose (jax.checkpoint; nothing changes where nothing is
+    # differentiated). Kept whole, the chunks' intermediates (the spreading's tables of
+    # 2M complex terms per grid point, above all) grow with K: a jitted jax.grad of K =
+    # 1000 distinct phases (the tables' schedule, sizes as under jit) took 5.0 GB of
+    # scratch memory (6.2 GB peak for the process), 0.07 GB so (1.1 GB), and its run
+    # 4.5 → 3.4 s; GLRT with d = 10 5.1 → 0.05 GB (6.9 → 1.8 GB peak), its run 5.7 → 6.8–7.5
+    # s (the non-central χ² tails computed again); K = 10⁴ asked for 79 GB and failed, and
+    # now runs in 1.7 GB (35 s, NPO). Fewer phases keep their intermediates (and their
+    # speed): they are few.
+    if many:
+        chunk_sum = jax.checkpoint(chunk_sum)
+
     def body(acc, block):
         def add(acc):
-            part = jax.tree_util.tree_map(
-                lambda v: jnp.sum(v, axis=0), vmap_block(contribution, block)
-            )
-            return jax.tree_util.tree_map(jnp.add, acc, part)
+            return jax.tree_util.tree_map(jnp.add, acc, chunk_sum(block))
 
         # A chunk of padding phases (n = 0) adds exactly nothing: not computed.
         return lax.cond(jnp.any(block[2] > 0), add, lambda a: a, acc), None
