@@ -1081,7 +1081,7 @@ def test_reverse_mode_memory_does_not_grow_with_the_phases():
     """A jitted ``jax.grad`` of a schedule keeps each chunk of phases' inputs alone, not
     its intermediates: at 512 phases its compiled program's scratch memory is below what
     one table of the spreading (each grid point's 2M = 26 complex terms) per phase would
-    take. (Before, it kept every such table and more: 831 MB here, and 79 GB, out of
+    take. (Before, it kept every such table and more: 830 MB here, and 79 GB, out of
     memory, at 10⁴ phases and the jit sizes.)"""
     k, points = 512, 256
     sig, q, n = _distinct_phases(k, (0.8, 1.5), (0.005, 0.02), 10)

@@ -208,7 +208,7 @@ def phase_sums(mu, q, n, p, values, a, dw, tilts, *, loss, B, J, direction=None,
     # differentiated). Kept whole, the chunks' intermediates (the spreading's tables of
     # 2M complex terms per grid point, above all) grow with K: a jitted jax.grad of K =
     # 1000 distinct phases (the tables' schedule, sizes as under jit) took 5.0 GB of
-    # scratch memory (6.2 GB peak for the process), 0.07 GB so (1.1 GB), and its run
+    # scratch memory (6.2 GB peak for the process), 0.07 GB so (1.1–1.2 GB), and its run
     # 4.5 → 3.4 s; GLRT with d = 10 5.1 → 0.05 GB (6.9 → 1.8 GB peak), its run 5.7 → 6.8–7.5
     # s (the non-central χ² tails computed again); K = 10⁴ asked for 79 GB and failed, and
     # now runs in 1.7 GB (35 s, NPO). Fewer phases keep their intermediates (and their
