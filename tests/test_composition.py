@@ -1077,6 +1077,22 @@ def test_eager_gradients_of_schedules_that_run_in_halves(monkeypatch):
     np.testing.assert_allclose(grad[2], fd, rtol=1e-2)
 
 
+def test_eager_gradient_takes_the_eager_plans_sizes():
+    """An eager ``jax.grad`` stops the plan's inputs, so the plan's values are known and
+    choose the sizes, as for the eager query: the value beside the gradient is the eager
+    query's upper bound (one pass meets the tolerance here), not a bound at the jit sizes
+    (3·10⁻⁵ relative above it before); the gradient is finite and negative."""
+    q, n = 0.01, 1000
+
+    def upper(s):
+        return accountant.schedule_epsilon(s, q, n, 1e-5).upper
+
+    value, grad = jax.value_and_grad(upper)(1.1)
+    eager = accountant.schedule_epsilon(1.1, q, n, 1e-5)
+    np.testing.assert_allclose(float(value), float(eager.upper), rtol=1e-9)
+    assert np.isfinite(float(grad)) and float(grad) < 0
+
+
 def test_reverse_mode_memory_does_not_grow_with_the_phases():
     """A jitted ``jax.grad`` of a schedule keeps each chunk of phases' inputs alone, not
     its intermediates: at 512 phases its compiled program's scratch memory is below what

@@ -1150,7 +1150,9 @@ def _query_once(
         _prepare_first_pass(valid, mu, q, n, target, tol_a, static)
     p = _plan_stage(mu, q, n, target, tol_a, nan, inf, **static)
     if points is None or nodes is None:
-        b, j = JIT_SIZES if traced else _sizes_for(p)
+        # A plan made eagerly (its inputs' values known: an eager jax.grad stops them,
+        # _plan_stage) chooses the sizes; under jit or vmap they are fixed.
+        b, j = JIT_SIZES if is_traced(p) else _sizes_for(p)
         points = b if points is None else points
         nodes = j if nodes is None else nodes
     only, others_up = None, -np.inf
@@ -1313,7 +1315,8 @@ def schedule_epsilon(
         smoothing are chosen so that ``upper`` exceeds ε by about ``tol · ε`` at most
         (1e-3 by default; down to 1e-7).
       points: per-round grid points, one of :data:`POINTS`; ``nodes``: frequency
-        nodes, one of :data:`NODES`. ``None`` picks what ``tol`` needs (eagerly) or
+        nodes, one of :data:`NODES`. ``None`` picks what ``tol`` needs (eagerly, and
+        for an eager ``jax.grad`` what its first plan needs, without re-plans) or
         :data:`JIT_SIZES` under ``jit``/``vmap`` (always valid bounds; looser if
         fewer than ``tol`` asks for). The cost is about ``K`` non-uniform FFTs of
         ``points`` points onto ``4 · nodes`` frequencies, independent of the number of
