@@ -4,7 +4,9 @@ The certified bounds count on a few functions being accurate to a stated number 
 in the last place (u = 2⁻⁵³): the non-uniform FFT on ``exp`` of its Gaussian kernel within
 4u relative and on its modulation ``e^{iθ}`` within 16u (:mod:`glrt_jax._src.nufft`), and
 the per-node log of each round's transform within 4u(|log| + 1)
-(:func:`glrt_jax._src.transform.log_transform`). These are properties of XLA's code, not
+(:func:`glrt_jax._src.transform.log_transform`), and near 1 (the double-double path)
+within 8u|v| + 4u|log| of ``log(1 + v)`` (:func:`glrt_jax._src.transform.log_near_one`).
+These are properties of XLA's code, not
 of this package: measured here against extended precision (80-bit long double), with
 XLA's default options and with those the engine's programs are compiled with
 (``programs.SMALL_PROGRAMS``, ``programs.QUICK_COMPILE``), each required to hold with a
@@ -62,6 +64,36 @@ def test_log_of_a_transform_within_the_bound_the_nodes_assume(options):
     # XLA's complex log1p (and log) reach about 19u(|log| + π) at |w| ≈ 0.77 (its real
     # log1p is about 240 ulp off near −0.41).
     assert np.max(err / scale) <= SPARE * 4.0
+
+
+def _near_one(n, rng):
+    """Points v with |Re v|, |Im v| ≤ transform.NEAR_ONE: |v| log-uniform on [1e-18,
+    0.07] at any angle, and v = e^{iφ} − 1 (a transform of modulus 1, where Re v ≈ −φ²/2
+    cancels in 2 Re v + |v|²), φ log-uniform on [1e-9, 0.07] of either sign."""
+    r = np.exp(rng.uniform(np.log(1e-18), np.log(transform.NEAR_ONE), n))
+    v = r * np.exp(1j * rng.uniform(-np.pi, np.pi, n))
+    phi = np.exp(rng.uniform(np.log(1e-9), np.log(transform.NEAR_ONE), n))
+    return np.concatenate([v, np.expm1(1j * phi * rng.choice([-1.0, 1.0], n))])
+
+
+@pytest.mark.parametrize("options", OPTIONS.values(), ids=OPTIONS.keys())
+def test_log_near_one_within_its_charge(options):
+    """transform.log_near_one (the precise path's log of a transform near 1) against
+    ``½ log1p(2 Re v + |v|²) + i atan2(Im v, 1 + Re v)`` in long double: within its charge
+    ``8u|v| + 4u|log|`` with a quarter to spare, and far within the float path's
+    ``4u(|log| + 1)`` where |v| is small."""
+    v = _near_one(50_000, np.random.default_rng(2))
+    got, charge = _compiled(transform.log_near_one, options)(v)
+    got, charge = np.asarray(got), np.asarray(charge)
+    re, im = v.real.astype(np.longdouble), v.imag.astype(np.longdouble)
+    exact_re = 0.5 * np.log1p(2 * re + (re * re + im * im))
+    exact_im = np.arctan2(im, 1 + re)
+    err = np.hypot(
+        (got.real - exact_re).astype(np.float64), (got.imag - exact_im).astype(np.float64)
+    )
+    assert np.max(err / charge) <= SPARE, np.max(err / charge)
+    # (measured: about 2.3u|v| at most; the charge at |v| = 1e-12 is 1e-27)
+    assert np.max(charge / (np.abs(v) * U)) <= 12.5
 
 
 @pytest.mark.parametrize("options", OPTIONS.values(), ids=OPTIONS.keys())

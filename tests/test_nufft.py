@@ -195,6 +195,36 @@ def test_precise_sums_within_their_bound(kind, B, J):
     assert float(_sums(y, v, J)[1]) > 100 * bound
 
 
+@pytest.mark.parametrize(
+    "kind, B, J", [("companded", 33, 64), ("clustered", 17, 32), ("wrap", 9, 128)]
+)
+def test_double_double_pair_within_its_bound(kind, B, J):
+    """sums_double keeps the precise sums' low part: the pair is within the bound of the
+    sums before their final rounding (about 1e-20), against 40-digit mpmath sums; its
+    high part is the float64 result of the precise sums, and its derivative theirs."""
+    y, v = _case(kind, B, np.random.default_rng(B + J))
+    hi, lo, bound = run_optimised(lambda yy, vv: nufft.sums_double(yy, vv, J), y, v)
+    hi, lo, bound = np.asarray(hi), np.asarray(lo), float(bound)
+    assert bound < 1e-18
+    with mpmath.workdps(40):
+        for j in range(J):
+            exact = mpmath.fsum(mpmath.mpf(float(w)) * mpmath.expj(j * mpmath.mpf(float(t)))
+                                for t, w in zip(y, v, strict=True))  # fmt: skip
+            pair = mpmath.mpc(hi[j].real, hi[j].imag) + mpmath.mpc(lo[j].real, lo[j].imag)
+            assert abs(pair - exact) <= bound, (j, float(abs(pair - exact)), bound)
+    s, _ = _precise(y, v, J)
+    np.testing.assert_array_equal(np.asarray(s), hi + lo)
+    w = np.random.default_rng(1).normal(size=J)
+
+    def f(vv, pair):
+        s = nufft.sums_double(y, vv, J)[0] if pair else nufft.sums(y, vv, J, precise=True)[0]
+        return jax.numpy.real(jax.numpy.vdot(w, s))
+
+    np.testing.assert_array_equal(
+        np.asarray(jax.grad(f)(v, True)), np.asarray(jax.grad(f)(v, False))
+    )
+
+
 def test_fewer_than_eight_nodes_is_a_clear_error():
     # (Below 8 nodes the kernel's taps would wrap around the grid more than once.)
     y, v = _case("random", 33, np.random.default_rng(0))
