@@ -109,13 +109,16 @@ def query_bounds(carry, p, tau, tilts, n_tot, target, gam, *, J, query):
             fp = scale * jnp.sum(wk * jnp.minimum(node_err, abs_factor + cap))
             nodes_fp = fp  # (the transforms' and their logs' share, for the diagnostics)
             # The sums' rounding: a node's value rounds by a few u of its size (its factors'
-            # products, 8u in all), and the trapezoid sum is two dot products (rows of R
-            # nodes, then J/R rows; any order: γ_n of the terms' sizes each), so
-            # (R + J/R + 8)u relative, twice over for the complex products and the
-            # real parts. And each node's phases ω_k(θ − ε), rounded to a few ulps of
-            # their size (8u·ω_k·(|θ| + |ε|); kept apart, as it grows with |c| + |ε|).
+            # products, 8u in all), and the trapezoid sum is two sums by halving (rows of
+            # R nodes, then J/R rows, :func:`pairwise_sum`: each term through log₂R and
+            # log₂(J/R) additions), so (log₂J + 8)u relative, twice over for the complex
+            # products and the real parts. (Dot products, in any order, were charged
+            # (R + J/R + 8)u: at the Chernoff scale of a bimodal round, far above δ, that
+            # was the largest error term left once the transforms were double-double.)
+            # And each node's phases ω_k(θ − ε), rounded to a few ulps of their size
+            # (8u·ω_k·(|θ| + |ε|); kept apart, as it grows with |c| + |ε|).
             total_mag = scale * jnp.sum(wk * mag)
-            fp = fp + 2.0 * (R + J // R + 8) * UNIT_ROUNDOFF * total_mag
+            fp = fp + 2.0 * (_LOG2[J] + 8) * UNIT_ROUNDOFF * total_mag
             spread = scale * jnp.sum(wk * om * mag)
             phase = 8.0 * UNIT_ROUNDOFF * spread
             # The tilted mean's sum over the phases, off by at most e_c, turns each node by
@@ -157,7 +160,7 @@ def query_bounds(carry, p, tau, tilts, n_tot, target, gam, *, J, query):
         err = err + phase * (abs_c + jnp.abs(eps))
         p1 = jnp.exp(-1j * dw_i * eps * jnp.arange(R))
         p0 = jnp.exp(-1j * (R * dw_i) * eps * jnp.arange(J // R))
-        val = dw_i / (2.0 * jnp.pi) * jnp.real(p0 @ (base @ p1))
+        val = dw_i / (2.0 * jnp.pi) * pairwise_sum(jnp.real(p0 * pairwise_sum(base * p1)))
         return val, err, log_c0 - a_i * eps
 
     def upper_delta(d, eps):
@@ -331,6 +334,30 @@ def query_bounds(carry, p, tau, tilts, n_tot, target, gam, *, J, query):
         ups=ups,
     )
     return (low, jnp.clip(est, low, up), up), diag
+
+
+def pairwise_sum(x):
+    """The sum over the last axis of ``x`` (a power of two long) by halving: each term
+    passes through ``log₂ n`` additions, so the rounded sum is within ``γ_{log₂ n}`` of
+    the terms' sizes summed (a dot product of unknown order: ``γ_n``). The halves are
+    slices of the array, added elementwise: an order no compiler pass changes.
+
+    Example:
+      >>> import numpy as np
+      >>> float(pairwise_sum(np.arange(8.0)))
+      28.0
+    """
+    n = x.shape[-1]
+    if n & (n - 1):
+        raise ValueError(f"pairwise_sum needs a power of two; got {n}")
+    while n > 1:
+        n //= 2
+        x = x[..., :n] + x[..., n:]
+    return x[..., 0]
+
+
+# log₂ of the node counts (powers of two).
+_LOG2 = {1 << k: k for k in range(40)}
 
 
 def log_hinge_factor(b):
