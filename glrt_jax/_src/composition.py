@@ -789,7 +789,7 @@ def _refine(
     the Chernoff bound on δ); a smoothing share above the tolerance (a steep loss tail at
     ε: less smoothing, more nodes); when none of these applies or a re-plan stopped
     improving the bound, a bracket more than tol/2 away from the estimate on either side
-    of which the per-round transforms' rounding (``diag["rounding"]``) makes a tenth or
+    of which the per-round transforms' rounding (:func:`_rounding_share`) makes a tenth or
     more (small q and tiny δ, where the Chernoff scale of the error terms lies far above
     δ: the same plan with double-double transforms, ``nufft.sums(precise=True)``, for
     this pass and every one after it); an upper bound more than tol/2 above the estimate
@@ -873,7 +873,7 @@ def _refine(
         # δ = 1e-15: [0.391383, 0.392341] → [0.391812, 0.391937] (the map of
         # benchmarks/certify.py: 66 → 72 of 80 cells within tol; 73 since).
         wide = max(gap, low) if known else np.nan
-        rounding = float(diag["rounding"])
+        rounding = _rounding_share(diag, bounds)
         affordable = active * sizes[1] <= _PRECISE_WORK
         more_precise = (
             affordable and not (again or precise) and wide > share_max and rounding > 0.1 * wide
@@ -1018,6 +1018,19 @@ def _deciding_direction(diag, bounds):
     if not np.all(rest <= float(bounds.lower)):
         return None, -np.inf
     return i, float(np.max(rest))
+
+
+def _rounding_share(diag, bounds):
+    """The per-round transforms' share of the error (``diag["roundings"]``, each
+    direction's relative to its own answer) in the directions whose upper bound lies above
+    the answer's lower bound: any of them may hold the bracket wide, not only the one whose
+    estimate decides. σ = 0.9, q = 1e-6, N = 10⁶, δ = 1e-15: the add direction decides,
+    [0.0105458, 0.0105459], with its transforms' share 1e-9, while the remove direction's
+    upper bound, 0.0349, held by the rounding of its float64 transforms (a share of 2e3),
+    was the answer's."""
+    shares = np.asarray(diag["roundings"], np.float64)
+    live = np.asarray(diag["ups"], np.float64) > float(bounds.lower)
+    return float(np.max(shares[live])) if live.any() else float(diag["rounding"])
 
 
 def _intersect(bounds, new):

@@ -330,6 +330,7 @@ def query_bounds(carry, p, tau, tilts, n_tot, target, gam, *, J, query):
         j_need=p.j_need,
         smoothing=lax.stop_gradient(shares[decide]),
         rounding=lax.stop_gradient(roundings[decide]),
+        roundings=lax.stop_gradient(roundings),
         tau_decide=tau[decide],
         ups=ups,
     )
