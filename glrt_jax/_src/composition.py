@@ -324,9 +324,13 @@ def _part_sums_program(
     )
 
 
-@programs.stored(static_argnames=("J", "query"), size=lambda *_, J, **__: J)
-def _bounds_stage(carry, p, tau, tilts, n_tot, target, gam, valid, *, J, query):
-    out, diag = inversion.query_bounds(carry, p, tau, tilts, n_tot, target, gam, J=J, query=query)
+@programs.stored(static_argnames=("J", "query", "halving"), size=lambda *_, J, **__: J)
+def _bounds_stage(carry, p, tau, tilts, n_tot, target, gam, valid, *, J, query, halving=False):
+    """The bounds of a pass (:func:`inversion.query_bounds`); ``halving``: its trapezoid
+    sums by halving, for the passes with double-double transforms."""
+    out, diag = inversion.query_bounds(
+        carry, p, tau, tilts, n_tot, target, gam, J=J, query=query, halving=halving
+    )
     return Bounds(*(jnp.where(valid, v, jnp.nan) for v in out)), diag
 
 
@@ -471,8 +475,21 @@ def _one_pass(
         n_tot = np.sum(np.asarray(n, np.float64))
     many = mu.shape[0] >= QUICK_BOUNDS_FROM
     with programs.quick_compile() if many else contextlib.nullcontext():
+        # (a pass with double-double transforms sums the trapezoid rule by halving too:
+        # with the transforms' rounding gone, the dot products' was the largest error
+        # term left at the Chernoff scale of a bimodal round; inversion.query_bounds)
         return _bounds_stage(
-            carry, per_direction, tau, tilts, n_tot, target, gam, valid, J=J, query=query
+            carry,
+            per_direction,
+            tau,
+            tilts,
+            n_tot,
+            target,
+            gam,
+            valid,
+            J=J,
+            query=query,
+            halving=precise,
         )
 
 
