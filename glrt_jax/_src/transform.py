@@ -86,10 +86,10 @@ def node_terms(x, p, a, dw, J, precise=False):
         # 1, and so is the sum's bound, the low part kept. Composed over n rounds, the
         # former bounds n·4u(|log S| + 1) and n·(|s_lo| + 2.01u) are the ones that a
         # bimodal round (small q, tiny δ) puts far above δ at the Chernoff scale.
-        v1 = (w - 1.0) + s_lo  # (w's real part within 0.07 of 1: its difference exact)
-        near = (jnp.abs(v1.real) <= NEAR_ONE) & (jnp.abs(v1.imag) <= NEAR_ONE)
+        v1 = (w - 1.0) + s_lo
+        near = jnp.abs(2.0 * v1.real + (v1.real * v1.real + v1.imag * v1.imag)) <= NEAR_ONE
         log_n, rel_n = log_near_one(jnp.where(near, v1, 0.0))
-        # log(|S| + e) ≤ Re log S + rel_n + e/|S| (|S| ≥ 0.9), and 3u|log| to spare
+        # log(|S| + e) ≤ Re log S + rel_n + e/|S| (|S| ≥ 0.89), and 3u|log| to spare
         # for the rounding of this sum.
         up_n = jnp.real(log_n) + (rel_n + 2.01 * e_sum + 3.0 * UNIT_ROUNDOFF * jnp.abs(log_n))
         log_w = jnp.where(near, log_n, log_w)
@@ -98,24 +98,27 @@ def node_terms(x, p, a, dw, J, precise=False):
     return log_w, log_up, rel, c, log_m
 
 
-# Where both parts of a transform minus 1 lie within this of 0 (|S − 1| < 0.1), the
-# precise path takes its log by :func:`log_near_one`.
-NEAR_ONE = 0.07
+# Where |S|² − 1 lies within this of 0 (|S| between 0.89 and 1.1, at any angle), the
+# precise path takes the log of a transform S by :func:`log_near_one`.
+NEAR_ONE = 0.2
 
 
 def log_near_one(v):
-    """``log(1 + v)`` for a complex ``v`` with ``|Re v|, |Im v| ≤ 0.07``, and a bound on
-    its error: ``8u|v| + 4u|log(1 + v)|``.
+    """``log(1 + v)`` for a complex ``v`` with ``|2 Re v + |v|²| ≤ 0.2`` (``|1 + v|² − 1``),
+    and a bound on its error: ``u|v|(10 + 7|v|) + 4u|log(1 + v)|``.
 
-    As ``½ log1p(2 Re v + |v|²) + i·atan2(Im v, 1 + Re v)``. The argument of ``log1p``
-    is within ``2.31u|v|`` (``|v| < 0.1``), which moves ``½ log1p`` by at most
-    ``1.47u|v|`` (its slope ``1/(2|1 + v|²) ≤ 0.62``); rounding ``1 + Re v`` (at most
-    ``1.07u``) moves the angle by at most ``1.33u|v|`` (its slope ``|Im v|/|1 + v|²``);
-    an input within ``1.01u|v|`` of the exact ``v`` moves the log by ``1.13u|v|``
-    (``|1 + v| ≥ 0.9``): ``3.93u|v|`` in all, charged twice. XLA's ``log1p`` (on
-    ``|t| ≤ 0.25``; about 240 ulp off near −0.41, so no further) and ``atan2`` round
-    within about ``1.2u`` of their results (``tests/test_elementary.py`` measures the
-    whole against extended precision), charged ``4u``.
+    As ``½ log1p(t) + i·atan2(Im v, 1 + Re v)``, ``t = 2 Re v + |v|²``. The computed
+    ``t`` is within ``1.01u(2|v| + 3|v|²)``, which moves ``½ log1p`` by at most 0.63 of
+    that (its slope ``1/(2|1 + v|²)``, ``|1 + v|² ≥ 0.8``); rounding ``1 + Re v`` (at
+    most ``u(1 + |v|)``) moves the angle by at most ``1.25|v|`` times that (its slope
+    ``|Im v|/|1 + v|²``); an input within ``2.02u|v|`` of the exact ``v`` (the caller's
+    ``(S − 1) + S_lo``) moves the log by ``2.3u|v|`` (``|1 + v| ≥ 0.89``):
+    ``u|v|(4.83 + 3.15|v|)`` in all, charged twice. So the error is relative to
+    ``|log(1 + v)|`` (at least ``|v|/(1 + |v|)`` there) with no absolute term, also for a
+    transform of modulus near 1 and any angle. XLA's ``log1p`` (on ``|t| ≤ 0.25``; about
+    240 ulp off near −0.41, so no further) and ``atan2`` round within about ``1.2u`` of
+    their results (``tests/test_elementary.py`` measures the whole against extended
+    precision), charged ``4u``.
 
     Example:
       >>> import jax, numpy as np
@@ -129,7 +132,8 @@ def log_near_one(v):
     re, im = jnp.real(v), jnp.imag(v)
     t = 2.0 * re + (re * re + im * im)
     out = 0.5 * jnp.log1p(t) + 1j * jnp.arctan2(im, 1.0 + re)
-    err = UNIT_ROUNDOFF * (8.0 * jnp.abs(v) + 4.0 * jnp.abs(out))
+    size = jnp.abs(v)
+    err = UNIT_ROUNDOFF * (size * (10.0 + 7.0 * size) + 4.0 * jnp.abs(out))
     return out, err
 
 
