@@ -398,6 +398,9 @@ _M_PRECISE = 17
 _A_PRECISE = 0.16
 # A bound on each term's relative error before the final rounding (see _sums_precise).
 _E_DD = 1e-25
+# The precise spreading's middle level: multiples of 2^−(e + 30) (below 2^31 of them per
+# term, so that sums of up to 2^22 terms per grid point stay exact; at most 2M·B = 34·2^19).
+_MID_BITS = 30
 # √2/2 as a double-double: one Newton step from float64's, in exact rationals.
 _HALF_SQRT2 = dd.constant(
     Fraction(0.7071067811865476)
@@ -516,19 +519,26 @@ def _sums_precise(y, v, J, y_lo):
 
     Error: (1) aliasing and (2) truncation as in the module docstring, with the wider
     kernel about 10⁻²⁰ each; (3) the offsets' error η (grid units) moves each
-    ``e^{ijy}`` by at most ``2πη/σ``; (5) the remainders' floating-point sums, relative
-    to ``V̄·G_s``: ``2γ_{n+1}·n·2^−49`` for the ``n = 2MB`` terms (each remainder is below
-    ``2^−e ≤ 2V̄·2^−50`` plus the term's low part, below ``uV̄``, and rounds by u of
-    itself once); (8) every other operation: each of a term's factors is a product or
+    ``e^{ijy}`` by at most ``2πη/σ``; (5) the spreading's sums: each term, a
+    double-double, is split into a multiple of ``2^−e`` (``2^−e ≤ 2V̄·2^−50``), one of
+    ``2^−(e+30)`` and a rest; the multiples add up exactly (fewer than ``2^53`` quanta
+    in any sum) and only the rests in floating point, relative to ``V̄·G_s``:
+    ``2γ_{n+1}·n·2^−79(1 + 2^−20)`` for the ``n = 2MB`` terms (each rest is below
+    ``2^−(e+30)`` plus ``u`` of the term's low part, and rounds by u of itself once);
+    with one level of multiples (``2^−e``) it was ``2γ_{n+1}·n·2^−49``, which a
+    composition of 10⁶ rounds (its error n_k·e relative to the Chernoff scale of a
+    bimodal round, far above δ) made the largest term at 8192 points: about
+    ``3·10⁻¹⁹`` of ``Σv``; (8) every other operation: each of a term's factors is a product or
     sum of double-doubles within 64u² of its operands
     (:mod:`~glrt_jax._src.double_double`), or a Taylor series within 5·10⁻²⁷; a term
-    passes through at most 3 + 3M + 2 + 2·log₂L + 4 of them (with ``log₂L ≤ 30``: 120
-    operations, 7700u² = 9.5·10⁻²⁹; five series, 2.5·10⁻²⁶; a twiddle per stage and a
+    passes through at most 3 + 3M + 3 + 2·log₂L + 4 of them (the grid's sum of its three
+    parts among them; with ``log₂L ≤ 30``: 121 operations, 7800u² = 9.6·10⁻²⁹; five
+    series, 2.5·10⁻²⁶; a twiddle per stage and a
     deconvolution entry, 3.5·10⁻²⁶), so the computed value is the exact value of terms
     each perturbed by at most 10⁻²⁵
     relative: at most ``√2·Q·G_s·V̄·10⁻²⁵``, as the output is at most ``Q·G_s`` times
     the terms' sizes summed; (9) the final rounding to float64, ``u`` of the output, at
-    most ``u(V̄ + the rest)``.
+    most ``u(V̄ + the rest)`` (not made for :func:`sums_double`, which returns the pair).
     """
     if J < 16 or J & (J - 1):
         raise ValueError(f"precise sums need J a power of two >= 16; got {J}")
@@ -568,23 +578,36 @@ def _sums_precise(y, v, J, y_lo):
     power = dd.power(down, _M_PRECISE - 1)  # e^{2aδ·t} at the first tap, t = 1 − M
 
     v_bar = jnp.sum(v) / (1.0 - _gamma(n_points))
-    e = 50.0 - jnp.ceil(jnp.log2(jnp.maximum(v_bar, _TINY)))
-    scale = jnp.ldexp(1.0, jnp.clip(e, -900.0, 900.0).astype(jnp.int32))  # exactly 2^e
+    e = jnp.clip(50.0 - jnp.ceil(jnp.log2(jnp.maximum(v_bar, _TINY))), -900.0, 900.0)
+    scale = jnp.ldexp(1.0, e.astype(jnp.int32))  # exactly 2^e
+    scale_mid = jnp.ldexp(1.0, (e + _MID_BITS).astype(jnp.int32))
+
+    def levels(hi, lo):
+        """A term ``hi + lo`` as a multiple of ``2^−e``, one of ``2^−(e + 30)`` and the
+        rest (below ``2^−(e + 30)`` and ``u`` of the term's low part)."""
+        on = jnp.trunc(hi * scale) / scale
+        r_hi, r_lo = dd.two_sum(hi - on, lo)  # (hi − on exact)
+        mid = jnp.trunc(r_hi * scale_mid) / scale_mid
+        return on, mid, (r_hi - mid) + r_lo
 
     def tap(i, carry):
-        whole, rest, power = carry
+        whole, middle, rest, power = carry
         k = dd.mul((tap_factor[0][i], tap_factor[1][i]), power)
-        (re_h, re_l), (im_h, im_l) = dd.cmul_r(weight, k)
-        on_re = jnp.trunc(re_h * scale) / scale
-        on_im = jnp.trunc(im_h * scale) / scale
+        re, im = dd.cmul_r(weight, k)
+        (on_re, mid_re, rest_re), (on_im, mid_im, rest_im) = levels(*re), levels(*im)
         at = (cell + (i - _M_PRECISE + 1)) % L
         whole = whole.at[at].add(lax.complex(on_re, on_im))
-        rest = rest.at[at].add(lax.complex((re_h - on_re) + re_l, (im_h - on_im) + im_l))
-        return whole, rest, dd.mul(power, up)
+        middle = middle.at[at].add(lax.complex(mid_re, mid_im))
+        rest = rest.at[at].add(lax.complex(rest_re, rest_im))
+        return whole, middle, rest, dd.mul(power, up)
 
     zero = jnp.zeros(L, jnp.complex128)
-    whole, rest, _ = lax.fori_loop(0, 2 * _M_PRECISE, tap, (zero, zero, power))
-    grid = (dd.two_sum(whole.real, rest.real), dd.two_sum(whole.imag, rest.imag))
+    whole, middle, rest, _ = lax.fori_loop(0, 2 * _M_PRECISE, tap, (zero, zero, zero, power))
+
+    def part(f):  # whole + middle exactly, then the rest (a double-double sum: 3u²)
+        return dd.add(dd.two_sum(f(whole), f(middle)), (f(rest), jnp.zeros(L)))
+
+    grid = (part(jnp.real), part(jnp.imag))
     centred = _ifft_precise(grid, L, J)  # k = −J/2 … J/2 − 1
     out = dd.cmul_r(centred, tuple(map(jnp.asarray, _deconvolution_precise(J, L))))
     # A NaN position (cast to an integer cell) makes every output NaN, as it would in a
@@ -596,7 +619,7 @@ def _sums_precise(y, v, J, y_lo):
     s_lo = lax.complex(out[0][1], out[1][1])
 
     n_terms = 2 * _M_PRECISE * n_points
-    g_n = 2.0 * _gamma(n_terms + 1) * n_terms * 2.0**-49
+    g_n = 2.0 * _gamma(n_terms + 1) * n_terms * 2.0 ** -(49 + _MID_BITS) * (1.0 + 2.0**-20)
     paths = c["q"] * math.sqrt(2.0) * c["gs"] * (g_n + _E_DD)
     e_red = 2.0 * math.pi * eta / _SIGMA
     before = v_bar * (c["e_alias"] + c["e_trunc"] + paths) + v_bar * e_red
