@@ -1343,6 +1343,40 @@ def test_double_double_transforms_where_their_rounding_holds_the_bracket(monkeyp
     assert max(lo, lo64) <= min(up, up64)
 
 
+@pytest.mark.parametrize(
+    "q, steps, before",
+    [(1e-6, 10**4, 1.2e-1), (1e-5, 100, 7.8e-3), (1e-5, 10**6, 4.8e-1)],
+)
+def test_map_cells_at_tiny_delta_prove_the_tolerance(monkeypatch, q, steps, before):
+    """σ = 0.9, δ = 1e-15, q ≤ 1e-5: each round a near-atom beside a far tail, so the
+    inversion's error terms, relative to a Chernoff scale about e^{24} above δ, held the
+    bracket wide even with double-double transforms (``before``: its relative width on
+    the certification map): their final rounding and the float64 log of each transform
+    (about n·u each over n rounds), the trapezoid's dot products ((R + J/R)u) and the
+    spreading's floating-point remainders. With the transforms' low parts kept and log S
+    taken from S − 1 (transform.log_near_one), the trapezoid summed by halving and the
+    remainders split once more (nufft.sums_double), the bracket proves the tolerance;
+    where the first pass's rounding exceeds the answer itself (N = 10⁶), the first
+    re-plan is the double-double one. The bracket overlaps the float64 passes' (both
+    certified)."""
+    passes = _record_passes(monkeypatch, "precise")
+    b = accountant.schedule_epsilon(0.9, q, steps, 1e-15)
+    lo, up = float(b.lower), float(b.upper)
+    assert 0.0 < lo <= up <= (1 + 1e-3) * lo, b
+    assert passes[0] is None and passes[-1] is True, passes
+    if steps == 10**6:  # (the first pass's directions: None; the re-plans: True or False)
+        assert [p for p in passes if p is not None][0] is True, passes
+
+    staged = composition._staged
+    monkeypatch.setattr(
+        composition, "_staged", lambda *a, **k: staged(*a, **(k | {"precise": False}))
+    )
+    b64 = accountant.schedule_epsilon(0.9, q, steps, 1e-15)
+    lo64, up64 = float(b64.lower), float(b64.upper)
+    assert up64 - lo64 > 0.5 * before * up64  # (the float64 transforms alone)
+    assert max(lo, lo64) <= min(up, up64)
+
+
 def test_double_double_and_more_points_in_one_pass(monkeypatch):
     """K = 10 phases (σ from 0.9 to 1.0, q = 1e-4, 1000 steps each), δ = 1e-12: after the
     float64 passes the upper bound lies about 2.2e-2 above the estimate, 1.8e-2 of it the
