@@ -896,10 +896,12 @@ def _refine(
         # Either bound far from the estimate, and the per-round transforms' rounding
         # (relative to the Chernoff scale, which a bimodal round puts far above δ: small
         # q, tiny δ) a tenth of that gap or more: the same plan, its transforms in
-        # double-double (nufft.sums(precise=True): about u instead of 400u per round),
-        # for this pass and the re-plans after it. σ = 0.9, q = 1e-4, N = 100,
-        # δ = 1e-15: [0.391383, 0.392341] → [0.391812, 0.391937] (the map of
-        # benchmarks/certify.py: 66 → 72 of 80 cells within tol; 73 since).
+        # double-double (nufft.sums_double: about 3e-20 instead of 400u per round, and
+        # the log near 1 relative to itself, transform.node_terms; the trapezoid summed
+        # by halving, inversion.trapezoid_sum), for this pass and the re-plans after it.
+        # σ = 0.9, q = 1e-4, N = 100, δ = 1e-15: [0.391383, 0.392341] → [0.391812,
+        # 0.391937] (the map of benchmarks/certify.py: 66 → 72 of 80 cells within tol;
+        # 73, then 79 since).
         wide = max(gap, low) if known else np.nan
         more_precise = (
             affordable and not (again or precise) and wide > share_max and rounding > 0.1 * wide
