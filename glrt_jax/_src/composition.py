@@ -932,6 +932,17 @@ def _refine(
         )
         if more_nodes:
             cap = max(min(cap, 0.5 * float(diag["tau_decide"])), tau_min)
+            # The plan's guess of ε from below (its damping's scale and the aliasing from
+            # above are planned there) lying above the certified upper bound is wrong:
+            # plan at the estimate instead. σ = 0.9, q = 1e-5, N = 10⁴, δ = 1e-12: after a
+            # re-plan from below that did not improve the upper bound, the first plan's
+            # guess, 0.114, came back with its period (0.83 where 1.24 is needed at ε =
+            # 0.023: the aliasing 5.8e-2 of δ) and the bracket [0.02280, 0.02323];
+            # [0.023221, 0.023223] so.
+            eps_ref = float(np.max(np.asarray(diag["eps_ref"])))
+            guessed = static["query"] == "epsilon" and np.isnan(hint)
+            if guessed and eps_ref > float(bounds.upper):
+                hint = 0.5 * est
         if not (again or more_points or more_nodes or more_precise):
             break
         precise = precise or more_precise
