@@ -860,14 +860,12 @@ def _refine(
         # estimates of 0.1235 or 0.1292 from the same plan, depending on the last bits of
         # programs compiled for other queries, led to brackets 6.9e-4 and 9.5e-2 wide).
         noisy = affordable and not precise and rounding > 1.0
-        if noisy:
-            pass
-        elif static["query"] == "epsilon" and not settled:
+        if static["query"] == "epsilon" and not (settled or noisy):
             eps_ref = float(np.max(np.asarray(diag["eps_ref"])))
             if np.isfinite(est) and est < 1.2 * eps_ref:
                 # (and the bracket's lower bound, certified, for the damping and period)
                 hint, floor, again = 0.5 * est, max(float(bounds.lower), 0.0), True
-        elif not settled and np.isnan(hint) and np.isfinite(est) and est > 0:
+        elif not (settled or noisy) and np.isnan(hint) and np.isfinite(est) and est > 0:
             # δ queries: plan again with the first answer's δ in place of the Chernoff
             # bound's (see planning.plan), once.
             hint, again = 0.5 * est, True

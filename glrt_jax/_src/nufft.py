@@ -399,8 +399,9 @@ _M_PRECISE = 17
 _A_PRECISE = 0.16
 # A bound on each term's relative error before the final rounding (see _sums_precise).
 _E_DD = 1e-25
-# The precise spreading's middle level: multiples of 2^−(e + 30) (below 2^31 of them per
-# term, so that sums of up to 2^22 terms per grid point stay exact; at most 2M·B = 34·2^19).
+# The precise spreading's middle level: multiples of 2^−(e + 30), below 2^31 of them per
+# term, so that the sums of up to 2^22 terms per grid point stay exact (a grid point gets
+# at most 2M·B of them: 34·(2^14 + 1) at the engine's most points).
 _MID_BITS = 30
 # √2/2 as a double-double: one Newton step from float64's, in exact rationals.
 _HALF_SQRT2 = dd.constant(

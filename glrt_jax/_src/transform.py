@@ -113,9 +113,9 @@ def log_near_one(v):
     most ``u(1 + |v|)``) moves the angle by at most ``1.25|v|`` times that (its slope
     ``|Im v|/|1 + v|²``); an input within ``2.02u|v|`` of the exact ``v`` (the caller's
     ``(S − 1) + S_lo``) moves the log by ``2.3u|v|`` (``|1 + v| ≥ 0.89``):
-    ``u|v|(4.83 + 3.15|v|)`` in all, charged twice. So the error is relative to
-    ``|log(1 + v)|`` (at least ``|v|/(1 + |v|)`` there) with no absolute term, also for a
-    transform of modulus near 1 and any angle. XLA's ``log1p`` (on ``|t| ≤ 0.25``; about
+    ``u|v|(4.83 + 3.15|v|)`` in all, charged twice. So the error is relative to ``|v|``
+    and ``|log(1 + v)|``, with no absolute term, also for a transform of modulus near 1
+    and any angle. XLA's ``log1p`` (on ``|t| ≤ 0.25``; about
     240 ulp off near −0.41, so no further) and ``atan2`` round within about ``1.2u`` of
     their results (``tests/test_elementary.py`` measures the whole against extended
     precision), charged ``4u``.
