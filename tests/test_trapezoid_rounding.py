@@ -48,7 +48,7 @@ def test_trapezoid_sum_rounds_within_its_bound(J, decay, halving):
     rows_re = np.sum((t_re.reshape(J // R, R) * b_re - t_im.reshape(J // R, R) * b_im), axis=1)
     rows_im = np.sum((t_re.reshape(J // R, R) * b_im + t_im.reshape(J // R, R) * b_re), axis=1)
     exact = np.sum(p0.real.astype(ld) * rows_re - p0.imag.astype(ld) * rows_im)
-    count = inversion._LOG2[J] if halving else R + J // R
+    count = J.bit_length() - 1 if halving else R + J // R
     bound = 2.0 * (count + 8) * UNIT_ROUNDOFF * float(np.sum(size))
     # (the reference's own error: numpy's pairwise sums, about log₂J·2⁻⁶⁴ of the sizes)
     assert abs(got - float(exact)) <= bound - 20 * 2.0**-64 * float(np.sum(size))

@@ -852,6 +852,7 @@ def _refine(
         kept = (hint, cap, floor, sizes, diag, precise, last, plan, planned, passed)
         again = False
         est = float(bounds.estimate)
+        eps_ref = float(np.max(np.asarray(diag["eps_ref"])))  # (the plan's guess of ε)
         rounding = _rounding_share(diag, bounds)
         affordable = active * sizes[1] <= _PRECISE_WORK
         # Where the transforms' rounding exceeds the answer itself, the estimate is noise:
@@ -861,7 +862,6 @@ def _refine(
         # programs compiled for other queries, led to brackets 6.9e-4 and 9.5e-2 wide).
         noisy = affordable and not precise and rounding > 1.0
         if static["query"] == "epsilon" and not (settled or noisy):
-            eps_ref = float(np.max(np.asarray(diag["eps_ref"])))
             if np.isfinite(est) and est < 1.2 * eps_ref:
                 # (and the bracket's lower bound, certified, for the damping and period)
                 hint, floor, again = 0.5 * est, max(float(bounds.lower), 0.0), True
@@ -937,7 +937,6 @@ def _refine(
             # guess, 0.114, came back with its period (0.83 where 1.24 is needed at ε =
             # 0.023: the aliasing 5.8e-2 of δ) and the bracket [0.02280, 0.02323];
             # [0.023221, 0.023223] so.
-            eps_ref = float(np.max(np.asarray(diag["eps_ref"])))
             guessed = static["query"] == "epsilon" and np.isnan(hint)
             if guessed and eps_ref > float(bounds.upper):
                 hint = 0.5 * est

@@ -123,7 +123,7 @@ def query_bounds(carry, p, tau, tilts, n_tot, target, gam, *, J, query, halving=
             # rounded to a few ulps of their size (8u·ω_k·(|θ| + |ε|); kept apart, as it
             # grows with |c| + |ε|).
             total_mag = scale * jnp.sum(wk * mag)
-            count = _LOG2[J] if halving else R + J // R
+            count = J.bit_length() - 1 if halving else R + J // R
             fp = fp + 2.0 * (count + 8) * UNIT_ROUNDOFF * total_mag
             spread = scale * jnp.sum(wk * om * mag)
             phase = 8.0 * UNIT_ROUNDOFF * spread
@@ -380,10 +380,6 @@ def trapezoid_sum(base, p0, p1):
       8.0
     """
     return pairwise_sum(jnp.real(p0 * pairwise_sum(base * p1)))
-
-
-# log₂ of the node counts (powers of two).
-_LOG2 = {1 << k: k for k in range(40)}
 
 
 def log_hinge_factor(b):
