@@ -796,7 +796,7 @@ def validate_sizes(tol, points, nodes):
 
 def _refine(
     bounds, diag, plan, valid, mu, q, n, target, tol, sizes, static, only=None,
-    others_up=-np.inf,
+    others_up=-np.inf, record=None,
 ):  # fmt: skip
     """Eager re-plans when the answer shows the plan's assumptions did not hold.
 
@@ -831,7 +831,8 @@ def _refine(
     before it (more points or nodes) takes that plan rather than planning again, and a
     pass that would repeat the one before it (:func:`_pass_key`: a smoothing re-plan at
     the most nodes, whose narrower width no node resolves) is not run: it is the same
-    bracket, which did not improve the bound.
+    bracket, which did not improve the bound. ``record``: see :func:`_query_once` (each
+    pass that lowers the upper bound replaces its entry).
     """
     hint, cap, floor = jnp.nan, np.inf, 0.0
     planned = (hint, cap, floor)  # the arguments that gave ``plan``
@@ -973,6 +974,8 @@ def _refine(
             better = float(new.upper) - float(new.lower) < float(last.upper) - float(last.lower)
         else:
             better = float(new.upper) < float(bounds.upper)
+        if record is not None and float(new.upper) < float(bounds.upper):
+            record[:] = [(*planned, sizes, only, others_up, exact)]
         bounds, last = _intersect(bounds, new), new
         if not better:
             if not again:  # more points, nodes or precision for the plan did not help
@@ -1090,8 +1093,9 @@ def _meets(bounds, tol, query="epsilon"):
 
 
 @programs.query
-def _query(query, *args, tol, points, nodes, **kwargs):
-    """The engine behind schedule_epsilon/_delta (see :func:`_query_once`).
+def _query(query, *args, tol, points, nodes, record=None, **kwargs):
+    """The engine behind schedule_epsilon/_delta (see :func:`_query_once`; ``record``:
+    see there).
 
     A tighter tolerance than the default plans wider per-round ranges (a smaller failure
     mass) and narrower smoothing. Where the composed loss is far from the saddle-point
@@ -1104,8 +1108,15 @@ def _query(query, *args, tol, points, nodes, **kwargs):
     composition keeps the order), so NPO's upper bound is one for GLRT as well. Where the
     GLRT answer misses its tolerance (the same regime: σ = 0.89, q = 2.8e-5, N = 1.6e6,
     δ = 1.5e-12 gave GLRT ε ≤ 0.743 where NPO's ε ≤ 0.376), NPO's bound caps it.
+
+    An eager derivative (``jax.grad``, ``jax.jvp`` without ``jit`` or ``vmap``) follows
+    the re-plans: see :func:`_along_the_replans`.
     """
-    bounds = _query_once(query, *args, tol=tol, points=points, nodes=nodes, **kwargs)
+    if points is None and nodes is None and _derivative_of_known(*args, tol):
+        return _along_the_replans(query, *args, tol=tol, **kwargs)
+    bounds = _query_once(
+        query, *args, tol=tol, points=points, nodes=nodes, record=record, **kwargs
+    )  # fmt: skip
     eager = points is None and nodes is None and not is_traced(*args, tol)
     if eager and float(tol) < DEFAULT_TOL and not _meets(bounds, DEFAULT_TOL, query):
         coarse = _query_once(query, *args, tol=DEFAULT_TOL, points=None, nodes=None, **kwargs)
@@ -1129,6 +1140,49 @@ def _query(query, *args, tol, points, nodes, **kwargs):
 _NPO = dict(adversary="npo", d=1)
 
 
+def _derivative_of_known(*values):
+    """Whether ``values`` are traced by autodiff alone: an eager ``jax.grad`` or
+    ``jax.jvp``, whose inputs' values are known once their derivatives are stopped (under
+    ``jit`` or ``vmap`` they are still tracers then)."""
+    if not is_traced(values):
+        return False
+    return not is_traced(jax.tree_util.tree_map(lax.stop_gradient, values))
+
+
+def _along_the_replans(query, *args, tol, **kwargs):
+    """An eager derivative's query: the eager answer, re-plans included, with the
+    derivative of the pass behind its upper bound.
+
+    The eager query runs on the inputs' values (their derivatives stopped) and records
+    the plan's arguments, sizes, direction and precision of the pass whose upper bound is
+    the answer's (:func:`_query_once`'s ``record``); that pass is then run again on the
+    traced inputs (``replay``), and its upper bound's derivative (the implicit function
+    at its root, :func:`inversion.query_bounds`) is the answer's. The value beside the
+    derivative is so the eager answer's, and the derivative that of a bound within the
+    tolerance. Before, an eager ``jax.grad`` took the first pass alone: σ = 0.9,
+    q = 1e-5, N = 10⁴, δ = 1e-15, the first pass's upper bound 0.140 (the answer 0.0655)
+    and a derivative in σ of −0.0022 where a central difference of the answer gives
+    −0.67. Where a GLRT answer is capped by NPO's bound, or a tighter ``tol``'s by the
+    default's, the derivative stays the query's own pass's. An answer of one round from
+    its tails (no pass) takes the first pass's derivative, as before; an answer of ε = 0
+    has none.
+    """
+    known_args, known_tol = jax.tree_util.tree_map(lax.stop_gradient, (args, tol))
+    record = []
+    answer = _query(
+        query, *known_args, tol=known_tol, points=None, nodes=None, record=record, **kwargs
+    )  # fmt: skip
+    if float(answer.upper) == 0.0:
+        return answer
+    replay = record[0] if record else None
+    passed = _query_once(
+        query, *args, tol=tol, points=None, nodes=None, replay=replay, **kwargs
+    )  # fmt: skip
+    up = passed.upper
+    step = jnp.where(jnp.isfinite(up), up - lax.stop_gradient(up), 0.0)
+    return answer._replace(upper=answer.upper + step)
+
+
 def _query_once(
     query,
     noise_multiplier,
@@ -1143,9 +1197,18 @@ def _query_once(
     points,
     nodes,
     merge=True,
+    record=None,
+    replay=None,
 ):
     """One query at ``tol``. ``merge=False`` keeps repeated phases apart (for tests of the
-    engine's own composition)."""
+    engine's own composition).
+
+    ``record``: a list that an eager query fills with the configuration of the pass
+    behind its answer's upper bound, ``(hint, cap, floor, sizes, only, others_up,
+    precise)`` (the plan's arguments, ``(points, nodes)``, the one direction composed or
+    None with the others' bound, double-double transforms); ``replay``: such a
+    configuration, whose pass alone a traced query then runs (:func:`_along_the_replans`).
+    """
     check_x64("the composition engine")
     validate_options(adversary, 1, neighbouring)
     validate_sizes(tol, points, nodes)
@@ -1197,6 +1260,13 @@ def _query_once(
     auto = points is None and nodes is None
     if auto and not traced:
         _prepare_first_pass(valid, mu, q, n, target, tol_a, static)
+    if replay is not None:
+        hint, cap, floor, (points, nodes), only, others_up, precise = replay
+        p = _plan_at(hint, cap, floor, mu, q, n, target, tol_a, static)
+        bounds, _ = _staged(
+            valid, mu, q, n, target, p, B=points, J=nodes, only=only, precise=precise, **static
+        )  # fmt: skip
+        return bounds._replace(upper=jnp.maximum(bounds.upper, others_up))
     p = _plan_stage(mu, q, n, target, tol_a, nan, inf, **static)
     if points is None or nodes is None:
         # A plan made eagerly (its inputs' values known: an eager jax.grad stops them,
@@ -1218,10 +1288,12 @@ def _query_once(
             (bounds, diag), only, valid, mu, q, n, target, p, B=points, J=nodes, **static
         )
         only, others_up = None, -np.inf
+    if record is not None:
+        record[:] = [(np.nan, np.inf, 0.0, (points, nodes), only, others_up, False)]
     if auto and not traced:
         sizes = (points, nodes)
         args = (valid, mu, q, n, target, tol_a, sizes, static, only, others_up)
-        bounds = _refine(bounds, diag, p, *args)
+        bounds = _refine(bounds, diag, p, *args, record=record)
     return bounds if exact is None else _intersect(bounds, exact)
 
 
@@ -1364,8 +1436,9 @@ def schedule_epsilon(
         smoothing are chosen so that ``upper`` exceeds ε by about ``tol · ε`` at most
         (1e-3 by default; down to 1e-7).
       points: per-round grid points, one of :data:`POINTS`; ``nodes``: frequency
-        nodes, one of :data:`NODES`. ``None`` picks what ``tol`` needs (eagerly, and
-        for an eager ``jax.grad`` what its first plan needs, without re-plans) or
+        nodes, one of :data:`NODES`. ``None`` picks what ``tol`` needs (eagerly, re-plans
+        included, and so for an eager ``jax.grad``, whose value is the eager answer
+        and whose derivative is that of the pass behind its upper bound) or
         :data:`JIT_SIZES` under ``jit``/``vmap`` (always valid bounds; looser if
         fewer than ``tol`` asks for). The cost is about ``K`` non-uniform FFTs of
         ``points`` points onto ``4 · nodes`` frequencies, independent of the number of
