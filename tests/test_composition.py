@@ -1614,6 +1614,31 @@ def test_random_cases_bracket_the_exact_references():
 
 
 @pytest.mark.usefixtures("engine_one_round")
+@pytest.mark.parametrize(
+    "sigma, q, eps, nodes, below, before",
+    [
+        (0.9, 1e-3, 0.22, 1024, 0.2, 1.0),
+        (0.9, 1e-3, 0.22, 4096, 0.05, 0.67),
+        (1.0, 1e-3, 0.1, 4096, 0.05, 0.30),
+        (0.9, 1e-5, 0.01, None, 0.02, 0.049),
+    ],
+)
+def test_smoothing_deficit_from_the_wider_density(sigma, q, eps, nodes, below, before):
+    """One round at a small q: a near-atom of mass 1 − q, whose transform does not decay,
+    so the transform of f_{S+τZ} was still far from 0 at the last node, and its
+    truncation term, not the density, made the lower bound's smoothing deficit τ²f. The
+    deficit now takes the smaller of τ²f_{S+τZ}(ε) and cτ²f_{S+cτZ}(ε) (φ_τ ≤ cφ_{cτ}
+    for c ≥ 1), c the width at which the transform has decayed at the last node. The
+    δ(ε) bracket contains the 50-digit profile, and its lower bound lies within
+    ``below`` of it (``before``: how far below it lay)."""
+    truth = one_round_delta(sigma, q, eps)
+    sizes = {} if nodes is None else dict(points=2048, nodes=nodes)
+    b = accountant.schedule_delta(sigma, q, 1, eps, **sizes)
+    assert float(b.lower) <= truth <= float(b.upper), (truth, b)
+    assert float(b.lower) >= (1.0 - below) * truth, (truth, b)
+
+
+@pytest.mark.usefixtures("engine_one_round")
 def test_lower_bound_far_below_the_estimate_gets_more_nodes():
     """One round at σ = 0.9, q = 1e-3, δ = 1e-9: the upper bound was 5e-4 above the truth
     but the lower bound 0 (its smoothing deficit at 4096 nodes), so the bracket could not

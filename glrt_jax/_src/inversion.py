@@ -49,6 +49,19 @@ def _pick_max(x):
     return x[jnp.argmax(x)]
 
 
+# The smoothing deficit's second density (see query_bounds' lower_delta) is taken at the
+# variance c²τ² whose transform has decayed to e^{-_DEFICIT_DECAY} at the last node (c ≥ 1).
+_DEFICIT_DECAY = 40.0
+
+
+def _deficit_variance(tau, om_max):
+    """c²τ² = max(τ², 2·_DEFICIT_DECAY/ω_max²): the variance of the smoothing deficit's
+    second density, whose truncation term e^{−c²τ²ω_max²/2}/(π c²τ² ω_max) is negligible
+    where that of S + τZ is not (σ = 0.9, q = 1e-5, N = 10⁴, δ(0.0655): τ·ω_max = 6.6,
+    e^{−21.7}, the deficit 3·10⁻² of δ from that term alone)."""
+    return jnp.maximum(tau**2, 2.0 * _DEFICIT_DECAY / om_max**2)
+
+
 def query_bounds(carry, p, tau, tilts, n_tot, target, gam, *, J, query, halving=False):
     """(lower, estimate, upper) of the answer, and diagnostics.
 
@@ -134,23 +147,27 @@ def query_bounds(carry, p, tau, tilts, n_tot, target, gam, *, J, query, halving=
             log_c0 = lm + 0.5 * var * a_i * a_i
             return base, fp + trunc, phase, jnp.abs(theta), log_c0, nodes_fp, e_lm
 
-        def side_setup(side, v):
-            """The side's δ_X at variance τ² and its density at variance ``v``."""
+        def side_setup(side, *variances):
+            """The side's δ_X at variance τ² and its density at each of ``variances``."""
             safe_om = jnp.where(om > 0, om, 1.0)
             cap = jnp.where(om > 0, jnp.exp(-0.5 * tau_i**2 * om * om) / safe_om**2, jnp.inf)
             trunc = jnp.exp(-0.5 * tau_i**2 * om_max**2) / (jnp.pi * tau_i**2 * om_max**3)
-            # e^{λ} once for both transforms (the barrier keeps the compiler from
+            # e^{λ} once for all transforms (the barrier keeps the compiler from
             # recomputing its complex exponential inside each of their fusions).
             e_lam = lax.optimization_barrier(jnp.exp(side[0]))
             prep_d = prepare(side, e_lam, tau_i**2, inv_w, abs_inv_w, cap, trunc)
-            cap_f = jnp.exp(-0.5 * v * om * om)
-            trunc_f = jnp.exp(-0.5 * v * om_max**2) / (jnp.pi * v * om_max)
-            prep_f = prepare(side, e_lam, v, 1.0, 1.0, cap_f, trunc_f)
-            return prep_d, prep_f
+
+            def density(v):
+                cap_f = jnp.exp(-0.5 * v * om * om)
+                trunc_f = jnp.exp(-0.5 * v * om_max**2) / (jnp.pi * v * om_max)
+                return prepare(side, e_lam, v, 1.0, 1.0, cap_f, trunc_f)
+
+            return (prep_d, *(density(v) for v in variances))
 
         # The upper side's density (of S + 2τZ) measures the smoothing's share; the lower
-        # side's (of S + τZ) is its smoothing deficit (see lower_delta).
-        return side_setup(cr[0], 4.0 * tau_i**2), side_setup(cr[1], tau_i**2)
+        # side's, of S + τZ and of S + cτZ, bound its smoothing deficit (see lower_delta).
+        wide = _deficit_variance(tau_i, om_max)
+        return side_setup(cr[0], 4.0 * tau_i**2), side_setup(cr[1], tau_i**2, wide)
 
     preps = jax.vmap(setup)(carry, a, tau, dw)
     # Per direction: the node values, the scalars, the MGFs of the lower side (aliasing)
@@ -197,15 +214,21 @@ def query_bounds(carry, p, tau, tilts, n_tot, target, gam, *, J, query, halving=
 
     def lower_delta(d, eps):
         """Certified lower bound on δ_S(ε) (one direction)."""
-        (_, (prep_lo, prep_lo_f)), a_i, tau_i, _, dw_i, _, sup_i, _, _ = d
+        (_, (prep_lo, *densities)), a_i, tau_i, _, dw_i, _, sup_i, _, _ = d
         val, err, log_c = trap(prep_lo, a_i, dw_i, eps)
         val = (val - err) * jnp.exp(log_c - n_tot * gam - prep_lo[6]) - alias(d, eps)
         # E_Z g_ε(s + τZ) − g_ε(s) ≤ τ² φ_τ(s − ε), φ_τ the N(0, τ²) density (proof in
-        # glrt_jax._src.composition), so δ_X(ε) − δ_S(ε) ≤ τ² f_{S+τZ}(ε).
-        f, f_err, log_cf = trap(prep_lo_f, a_i, dw_i, eps)
-        deficit = (
-            tau_i**2 * jnp.maximum(f + f_err, 0.0) * jnp.exp(log_cf + n_tot * gam + prep_lo_f[6])
-        )
+        # glrt_jax._src.composition), so δ_X(ε) − δ_S(ε) ≤ τ² f_{S+τZ}(ε); and for c ≥ 1,
+        # φ_τ ≤ c φ_{cτ} pointwise, so f_{S+τZ}(ε) ≤ c f_{S+cτZ}(ε): the smaller bound of
+        # the two (_deficit_variance: where the nodes end before the transform of
+        # f_{S+τZ} has decayed, its truncation term is the larger).
+        wide = _deficit_variance(tau_i, J * dw_i)
+        dens = []
+        for prep_f, c in zip(densities, (1.0, jnp.sqrt(wide) / tau_i), strict=True):
+            f, f_err, log_cf = trap(prep_f, a_i, dw_i, eps)
+            log_f = log_cf + n_tot * gam + prep_f[6]
+            dens.append(c * jnp.maximum(f + f_err, 0.0) * jnp.exp(log_f))
+        deficit = tau_i**2 * jnp.minimum(*dens)
         return jnp.where(eps < sup_i, jnp.maximum(val - deficit, 0.0), 0.0)
 
     def chernoff(d):
@@ -234,7 +257,7 @@ def query_bounds(carry, p, tau, tilts, n_tot, target, gam, *, J, query, halving=
         return jnp.where(room > 0, jnp.maximum(_pick_min(e_b), 0.0), jnp.inf)
 
     def raw_delta(d, eps):  # the two discretisations' δ_X, averaged
-        ((prep_up, _), (prep_lo, _)), a_i, _, _, dw_i, _, sup_i, _, _ = d
+        ((prep_up, _), (prep_lo, *_)), a_i, _, _, dw_i, _, sup_i, _, _ = d
         out = 0.0
         for prep in (prep_up, prep_lo):
             val, _, log_c = trap(prep, a_i, dw_i, eps)
@@ -251,7 +274,7 @@ def query_bounds(carry, p, tau, tilts, n_tot, target, gam, *, J, query, halving=
         their logs at ε (one direction): what double-double transforms would remove
         (reported, as the smoothing's share below, relative to the answer: δ, or for ε
         queries ε·|dδ/dε|)."""
-        ((prep_up, _), (prep_lo, _)), a_i, tau_i, *_ = d
+        ((prep_up, _), (prep_lo, *_)), a_i, tau_i, *_ = d
         up = prep_up[5] * jnp.exp(
             prep_up[4] - a_i * (eps - 0.5 * tau_i**2) + n_tot * gam + prep_up[6]
         )
