@@ -73,7 +73,11 @@ Method (and why each step is a bound)
    ``δ_S(ε) ≥ δ_X(ε) − τ² f_{S+τZ}(ε)``, the density one more trapezoid sum on the same
    nodes (the bound this replaced, ``C_τ e^{−(s−ε)²/(8τ²)}`` with
    ``C_τ = e^{2τ²/3}(τ/√(2π) + τ²)``, charged about ``2τ² f_{S+2τZ}(ε)``, twice as much).
-   Both are second order in τ.
+   Both are second order in τ. And for ``c ≥ 1``, ``φ_τ(x) ≤ c φ_{cτ}(x)`` (the ratio
+   ``φ_{cτ}/φ_τ = e^{x²(1 − 1/c²)/(2τ²)}/c ≥ 1/c``), so ``f_{S+τZ}(ε) ≤ c f_{S+cτZ}(ε)``:
+   the smaller of the two is charged, c chosen so that the transform of ``f_{S+cτZ}`` has
+   decayed at the last node where that of ``f_{S+τZ}`` has not
+   (:func:`glrt_jax._src.inversion._deficit_variance`).
 6. **Floating point.** Per node and phase ``|ŝ − s| ≤ e`` (the non-uniform FFT's bound,
    about 5·10⁻¹⁴, and the subtraction of 1), so
    ``Π_k(|1 + ŝ_k| + e)^{n_k} − Π_k|1 + ŝ_k|^{n_k}`` bounds the error of the composed
