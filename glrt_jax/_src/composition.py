@@ -972,13 +972,14 @@ def _refine(
                 up = jax.device_put(np.maximum(np.asarray(new.upper), others_up))
                 new = new._replace(upper=up)
         passed = key
+        lowered = float(new.upper) < float(bounds.upper)  # (the pass behind the answer's upper)
         if more_nodes:
             better = float(new.lower) > float(bounds.lower)
         elif more_precise:  # (against the same plan's bracket without it)
             better = float(new.upper) - float(new.lower) < float(last.upper) - float(last.lower)
         else:
-            better = float(new.upper) < float(bounds.upper)
-        if record is not None and float(new.upper) < float(bounds.upper):
+            better = lowered
+        if record is not None and lowered:
             record[:] = [(*planned, sizes, only, others_up, exact)]
         bounds, last = _intersect(bounds, new), new
         if not better:

@@ -326,9 +326,7 @@ def sums(y, v, J: int, y_lo=None, *, precise: bool = False):
     Returns:
       ``(S, err)``: complex128 (J,) and a float64 bound on ``max_j |S(j) − exact|``.
     """
-    y = jnp.asarray(y, jnp.float64)
-    v = jnp.asarray(v, jnp.float64)
-    y_lo = jnp.zeros_like(y) if y_lo is None else jnp.asarray(y_lo, jnp.float64)
+    y, v, y_lo = _inputs(y, v, y_lo)
     if precise:
         s, _, _, _, err = _sums_precise(y, v, J, y_lo)
         return s, err
@@ -361,11 +359,16 @@ def sums_double(y, v, J: int, y_lo=None):
       ...     bool(np.max(np.abs(np.asarray(hi) - direct)) < 1e-15 and float(err) < 1e-18)
       True
     """
-    y = jnp.asarray(y, jnp.float64)
-    v = jnp.asarray(v, jnp.float64)
-    y_lo = jnp.zeros_like(y) if y_lo is None else jnp.asarray(y_lo, jnp.float64)
+    y, v, y_lo = _inputs(y, v, y_lo)
     _, s_hi, s_lo, err, _ = _sums_precise(y, v, J, y_lo)
     return s_hi, s_lo, err
+
+
+def _inputs(y, v, y_lo):
+    """``(y, v, y_lo)`` of :func:`sums` as float64 arrays (``y_lo`` zeros when None)."""
+    y = jnp.asarray(y, jnp.float64)
+    v = jnp.asarray(v, jnp.float64)
+    return y, v, jnp.zeros_like(y) if y_lo is None else jnp.asarray(y_lo, jnp.float64)
 
 
 def _sums(y, v, J, y_lo, split):
