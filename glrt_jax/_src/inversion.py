@@ -8,7 +8,8 @@ module evaluates, per direction of the neighbouring relation and as functions of
 * the density of ``S + τZ`` (to remove the smoothing on the lower side), that of
   ``S + 2τZ`` (the smoothing's share, for re-plans) and the aliasing bounds, from the
   MGFs at the bound tilts;
-* the upper bound ``δ_S(ε) ≤ δ_X(ε − τ²/2) + failure mass`` (Jensen) and the lower bound
+* the upper bound ``δ_S(ε) ≤ δ_X(ε − τ²/2) − E m(S − ε) + failure mass`` (Jensen, less a
+  lower bound on its gap: ``m`` a minorant of the gap, see ``_JENSEN_ROWS``) and the lower bound
   ``δ_S(ε) ≥ δ_X(ε) − aliasing − τ² f_{S+τZ}(ε)`` (proofs in
   :mod:`glrt_jax._src.composition`);
 
@@ -60,6 +61,35 @@ def _deficit_variance(tau, om_max):
     where that of S + τZ is not (σ = 0.9, q = 1e-5, N = 10⁴, δ(0.0655): τ·ω_max = 6.6,
     e^{−21.7}, the deficit 3·10⁻² of δ from that term alone)."""
     return jnp.maximum(tau**2, 2.0 * _DEFICIT_DECAY / om_max**2)
+
+
+# The Jensen step's gap, bounded below (see query_bounds' upper_delta): with u = s − ε and
+# t = u/τ, the gap of one point s is k(u) = E(1 − e^{−u}Y)₊ − (1 − e^{−u})₊ ≥ 0,
+# Y = e^{−τ²/2−τZ}, whose integral over u is τ²/2 and which tends to τψ(t),
+# ψ(t) = φ(t) − |t|Φ(−|t|), as τ → 0. Its minorants, one per row (c, c₀, c₂):
+#   m(u) = s(τ) τ² (c₀ + c₂t'²) φ_{cτ}(u),   t' = u/(cτ),   s(τ) = max(0.97 − 0.6τ, 0):
+# m ≤ 0 ≤ k where c₀ + c₂t'² ≤ 0, and on |t'| < √(−c₀/c₂) m ≤ k is checked against k's
+# closed form in 50 digits (tests/test_composition.py; min k/m over u at τ → 0, 0.1, 0.5,
+# 1: 1.033, 1.046, 1.125, 1.43 for c = 1; 1.024, 1.026, 1.060, 1.29 for c = 1.2). Each row's
+# polynomial is near the best of degree 2 at its width; ∫m = (c₀ + c₂)τ²s: 0.69 and 0.56
+# of the gap's τ²/2. Width τ takes the most, but its sum needs the transform of φ_τ
+# resolved at the last node, where the nodes only resolve δ_X's (whose weight falls like
+# 1/ω²): 1.2τ's transform has decayed e^{4.4} further there (τ²Ω²/2 ≥ 10). The bound
+# takes the larger of the two; widths below τ would need more nodes, and Gaussians wider
+# than τ alone cannot stay below k's tails.
+_JENSEN_ROWS = ((1.0, 0.5, -5.0 / 32.0), (1.2, 0.48, -0.2))
+
+
+def _jensen_scale(tau):
+    """s(τ) of the Jensen gap's minorants (see _JENSEN_ROWS)."""
+    return jnp.maximum(0.97 - 0.6 * tau, 0.0)
+
+
+def _jensen_sup(c0, c2):
+    """``sup_y |c₀ + c₂y²| e^{−y²/4}`` (c₀ > 0 > c₂): at y = 0, or at the negative lobe's
+    y² = 4 + c₀/|c₂|. Then |c₀ + c₂t'²| φ_{cτ}(u) ≤ √2 · sup · φ_{√2cτ}(u), for the
+    aliasing of a signed minorant."""
+    return max(c0, 4.0 * -c2 * np.exp(-1.0 + c0 / (4.0 * c2)))
 
 
 def query_bounds(carry, p, tau, tilts, n_tot, target, gam, *, J, query, halving=False):
@@ -162,12 +192,33 @@ def query_bounds(carry, p, tau, tilts, n_tot, target, gam, *, J, query, halving=
                 trunc_f = jnp.exp(-0.5 * v * om_max**2) / (jnp.pi * v * om_max)
                 return prepare(side, e_lam, v, 1.0, 1.0, cap_f, trunc_f)
 
-            return (prep_d, *(density(v) for v in variances))
+            return e_lam, (prep_d, *(density(v) for v in variances))
 
-        # The upper side's density (of S + 2τZ) measures the smoothing's share; the lower
-        # side's, of S + τZ and of S + cτZ, bound its smoothing deficit (see lower_delta).
+        def minorant(side, e_lam, c, c0, c2):
+            """``E[(c₀ + c₂t'²) φ_{cτ}(S − ε)]``, t' = (S − ε)/(cτ), as a trapezoid sum: its
+            transform is ``((c₀ + c₂) + c₂vz²) e^{vz²/2}``, v = c²τ², z = a + iω."""
+            v = c * c * tau_i**2
+            c0, c2 = c0 + c2, c2 * v
+            weight = (c0 + c2 * (a_i * a_i - om * om)) + 1j * (2.0 * c2 * a_i * om)
+            abs_weight = jnp.abs(weight)
+            # |weight| ≤ |c₀ + c₂| + |c₂|τ²(a² + ω²): ∫_Ω^∞ e^{−vω²/2} ≤ e^{−vΩ²/2}/(vΩ) and
+            # ∫_Ω^∞ ω² e^{−vω²/2} ≤ e^{−vΩ²/2}(Ω/v + 1/(v²Ω)).
+            tail = jnp.exp(-0.5 * v * om_max**2)
+            trunc = (
+                (jnp.abs(c0) + jnp.abs(c2) * a_i * a_i) * tail / (v * om_max)
+                + jnp.abs(c2) * tail * (om_max / v + 1.0 / (v * v * om_max))
+            ) / jnp.pi
+            cap = jnp.exp(-0.5 * v * om * om) * abs_weight
+            return prepare(side, e_lam, v, weight, abs_weight, cap, trunc)
+
+        # The upper side's density (of S + 2τZ) measures the smoothing's share, and its
+        # minorant sum bounds the Jensen step's gap from below (see upper_delta); the lower
+        # side's densities, of S + τZ and of S + cτZ, bound its smoothing deficit (see
+        # lower_delta).
         wide = _deficit_variance(tau_i, om_max)
-        return side_setup(cr[0], 4.0 * tau_i**2), side_setup(cr[1], tau_i**2, wide)
+        e_up, upper = side_setup(cr[0], 4.0 * tau_i**2)
+        _, lower = side_setup(cr[1], tau_i**2, wide)
+        return (*upper, *(minorant(cr[0], e_up, *row) for row in _JENSEN_ROWS)), lower
 
     preps = jax.vmap(setup)(carry, a, tau, dw)
     # Per direction: the node values, the scalars, the MGFs of the lower side (aliasing)
@@ -175,7 +226,8 @@ def query_bounds(carry, p, tau, tilts, n_tot, target, gam, *, J, query, halving=
     # (the MGFs' sums raised by their rounding: they enter only as upper bounds, of the
     # aliasing and of the Chernoff cap)
     mgs = carry[1][5] + carry[1][6][..., 2:]
-    live = (preps, a, tau, W, dw, tilts, p.sup, mgs, carry[2][0])
+    mgs_up = carry[0][5] + carry[0][6][..., 2:]
+    live = (preps, a, tau, W, dw, tilts, p.sup, mgs, carry[2][0], mgs_up)
     frozen = lax.stop_gradient(live)
 
     def trap(prep, a_i, dw_i, eps):
@@ -191,30 +243,45 @@ def query_bounds(carry, p, tau, tilts, n_tot, target, gam, *, J, query, halving=
 
     def upper_delta(d, eps):
         """Certified upper bound on δ_S(ε) (one direction; ``d``: its slice of ``live``)."""
-        ((prep_up, _), _), a_i, tau_i, _, dw_i, _, sup_i, _, keep = d
+        return upper_parts(d, eps)[0]
+
+    def upper_parts(d, eps):
+        """:func:`upper_delta`, and the lower bound on the Jensen step's gap taken off it."""
+        ((prep_up, _, *preps_m), _), a_i, tau_i, W_i, dw_i, b_i, sup_i, _, keep, mgs_up = d
         # Jensen: with h(x) = E_P(1 − x e^{−S})_+ convex in x, δ_X(e) = E_Z h(e^{e − τZ})
-        # ≥ h(e^{e + τ²/2}) = δ_S(e + τ²/2); so δ_S(ε) ≤ δ_X(ε − τ²/2).
+        # ≥ h(e^{e + τ²/2}) = δ_S(e + τ²/2); so δ_S(ε) ≤ δ_X(ε − τ²/2), and the gap is
+        # E_P k(S − ε) ≥ E_P m(S − ε) for each minorant m (see _JENSEN_ROWS), bounded below
+        # by its trapezoid sum less the sum's error terms and its aliasing.
         val, err, log_c = trap(prep_up, a_i, dw_i, eps - 0.5 * tau_i**2)
         tplus = jnp.maximum(val + err, 0.0) * jnp.exp(log_c + n_tot * gam + prep_up[6])
+        gap = 0.0
+        for prep_m, (c, c0, c2) in zip(preps_m, _JENSEN_ROWS, strict=True):
+            m_val, m_err, log_cm = trap(prep_m, a_i, dw_i, eps)
+            m_low = (m_val - m_err) * jnp.exp(log_cm - n_tot * gam - prep_m[6])
+            # f_{S+√2cτZ}(y) ≤ M_S(b) e^{b²c²τ² − by}/√(4πc²τ²) for every tilt b.
+            v = c * c * tau_i**2
+            log_f = mgs_up + v * b_i * b_i - 0.5 * jnp.log(4.0 * jnp.pi * v)
+            m_alias = np.sqrt(2.0) * _jensen_sup(c0, c2) * _aliasing(log_f, a_i, W_i, b_i, eps)
+            gap = jnp.maximum(gap, jnp.maximum(m_low - m_alias, 0.0))
+        # (its own derivative left out: the minorant's sums at widths of τ follow the grids'
+        # points, spaced wider than τ, where δ_X's hinge averages over them. Two rounds at
+        # σ = 0.9, q = 1e-3, δ = 1e-9: dε/dσ −1.6271 with it, −1.6202 without, the truth's
+        # −1.6191, a central difference of the tol = 1e-6 bracket)
+        gap = lax.stop_gradient(_jensen_scale(tau_i) * tau_i**2 * gap)
         fail = -jnp.expm1(keep)
         # Above the largest composed loss of the grids only the failure mass is left.
-        inside = jnp.where(eps < sup_i, tplus, 0.0)
-        return jnp.minimum(inside + fail, 1.0)
+        inside = jnp.where(eps < sup_i, jnp.maximum(tplus - gap, 0.0), 0.0)
+        return jnp.minimum(inside + fail, 1.0), jnp.where(eps < sup_i, gap, 0.0)
 
     def alias(d, eps):  # Σ_{m≠0} e^{amW} δ_X(ε + mW), from the MGFs of the lower side
-        _, a_i, tau_i, W_i, _, b_i, _, mgs, _ = d
-        log_mx = mgs + 0.5 * tau_i**2 * b_i * b_i
-        above = jnp.where(b_i > a_i, log_mx - b_i * eps - _log_expm1((b_i - a_i) * W_i), jnp.inf)
-        below = jnp.where(
-            b_i < a_i,
-            jnp.where(b_i > 0, log_mx - b_i * eps, 0.0) - _log_expm1((a_i - b_i) * W_i),
-            jnp.inf,
-        )
-        return jnp.exp(_pick_min(above)) + jnp.exp(_pick_min(below))
+        _, a_i, tau_i, W_i, _, b_i, _, mgs, *_ = d
+        # δ_X(y) ≤ M_X(b) e^{−by} (b > 0), and δ_X ≤ 1 (b = 0)
+        log_mx = jnp.where(b_i > 0, mgs + 0.5 * tau_i**2 * b_i * b_i, 0.0)
+        return _aliasing(log_mx, a_i, W_i, b_i, eps)
 
     def lower_delta(d, eps):
         """Certified lower bound on δ_S(ε) (one direction)."""
-        (_, (prep_lo, *densities)), a_i, tau_i, _, dw_i, _, sup_i, _, _ = d
+        (_, (prep_lo, *densities)), a_i, tau_i, _, dw_i, _, sup_i, *_ = d
         val, err, log_c = trap(prep_lo, a_i, dw_i, eps)
         val = (val - err) * jnp.exp(log_c - n_tot * gam - prep_lo[6]) - alias(d, eps)
         # E_Z g_ε(s + τZ) − g_ε(s) ≤ τ² φ_τ(s − ε), φ_τ the N(0, τ²) density (proof in
@@ -257,7 +324,7 @@ def query_bounds(carry, p, tau, tilts, n_tot, target, gam, *, J, query, halving=
         return jnp.where(room > 0, jnp.maximum(_pick_min(e_b), 0.0), jnp.inf)
 
     def raw_delta(d, eps):  # the two discretisations' δ_X, averaged
-        ((prep_up, _), (prep_lo, *_)), a_i, _, _, dw_i, _, sup_i, _, _ = d
+        ((prep_up, *_), (prep_lo, *_)), a_i, _, _, dw_i, _, sup_i, *_ = d
         out = 0.0
         for prep in (prep_up, prep_lo):
             val, _, log_c = trap(prep, a_i, dw_i, eps)
@@ -265,7 +332,7 @@ def query_bounds(carry, p, tau, tilts, n_tot, target, gam, *, J, query, halving=
         return jnp.where(eps < sup_i, out, 0.0)
 
     def raw_density(d, eps):
-        ((_, prep_up_f), _), a_i, _, _, dw_i, _, _, _, _ = d
+        ((_, prep_up_f, *_), _), a_i, _, _, dw_i, *_ = d
         f, _, log_cf = trap(prep_up_f, a_i, dw_i, eps)
         return _scaled(f, log_cf)
 
@@ -274,7 +341,7 @@ def query_bounds(carry, p, tau, tilts, n_tot, target, gam, *, J, query, halving=
         their logs at ε (one direction): what double-double transforms would remove
         (reported, as the smoothing's share below, relative to the answer: δ, or for ε
         queries ε·|dδ/dε|)."""
-        ((prep_up, _), (prep_lo, *_)), a_i, tau_i, *_ = d
+        ((prep_up, *_), (prep_lo, *_)), a_i, tau_i, *_ = d
         up = prep_up[5] * jnp.exp(
             prep_up[4] - a_i * (eps - 0.5 * tau_i**2) + n_tot * gam + prep_up[6]
         )
@@ -298,6 +365,7 @@ def query_bounds(carry, p, tau, tilts, n_tot, target, gam, *, J, query, halving=
         lows, ests = per_direction(lower_delta)(eps), per_direction(raw_delta)(eps)
         shares = 0.5 * tau**2 * per_direction(raw_density)(eps) / jnp.maximum(ests, tiny)
         roundings = per_direction(rounding)(eps) / jnp.maximum(ests, tiny)
+        gaps = per_direction(lambda d, e: upper_parts(d, e)[1])(eps) / jnp.maximum(ests, tiny)
     else:
         delta = lax.stop_gradient(target)
         zero = jnp.zeros(a.shape)
@@ -347,6 +415,9 @@ def query_bounds(carry, p, tau, tilts, n_tot, target, gam, *, J, query, halving=
         rate = jnp.abs(jax.vmap(jax.grad(raw_delta, argnums=1))(frozen, e1))
         shares = 0.5 * tau**2 * per_direction(raw_density)(e1) / jnp.maximum(rate * e1, tiny)
         roundings = per_direction(rounding)(e1) / jnp.maximum(rate * e1, tiny)
+        # (at the upper bound's root, in ε: the gap over the slope there)
+        gaps = per_direction(lambda d, e: upper_parts(d, e)[1])(e0)
+        gaps = jnp.where(ok, gaps / jnp.maximum(jnp.abs(slope) * e0, tiny), 0.0)
     up = _pick_max(ups)
     low = lax.stop_gradient(jnp.max(lows))
     est = lax.stop_gradient(jnp.max(ests))
@@ -361,6 +432,7 @@ def query_bounds(carry, p, tau, tilts, n_tot, target, gam, *, J, query, halving=
         b_need=p.b_need,
         j_need=p.j_need,
         smoothing=lax.stop_gradient(shares[decide]),
+        jensen=lax.stop_gradient(gaps[decide]),
         rounding=lax.stop_gradient(roundings[decide]),
         roundings=lax.stop_gradient(roundings),
         tau_decide=tau[decide],
@@ -426,6 +498,15 @@ def _scaled(v, log_c):
     """``max(v, 0)·e^{log_c}`` with 0 (not NaN) where ``v ≤ 0`` and ``e^{log_c}`` overflows."""
     pos = v > 0
     return jnp.where(pos, jnp.exp(jnp.log(jnp.where(pos, v, 1.0)) + log_c), 0.0)
+
+
+def _aliasing(log_c, a, W, b, eps):
+    """``Σ_{m≠0} e^{amW} v(ε + mW)`` for a non-negative ``v`` with ``v(y) ≤ e^{log_c − by}``
+    at each tilt ``b`` (arrays over the tilts): the geometric sums above (``b > a``) and
+    below (``b < a``) ε, each at its best tilt."""
+    above = jnp.where(b > a, log_c - b * eps - _log_expm1((b - a) * W), jnp.inf)
+    below = jnp.where(b < a, log_c - b * eps - _log_expm1((a - b) * W), jnp.inf)
+    return jnp.exp(_pick_min(above)) + jnp.exp(_pick_min(below))
 
 
 def _log_expm1(x):
