@@ -798,44 +798,46 @@ def _distinct_phases(k, sig_range, q_range, steps, seed=1):
     return rng.uniform(*sig_range, k), rng.uniform(*q_range, k), np.full(k, steps)
 
 
-@pytest.mark.parametrize("query", ["epsilon", "delta"])
-def test_many_phases_compose_the_lead_direction_alone(monkeypatch, query):
+def test_many_phases_compose_the_lead_direction_alone(monkeypatch):
     """K = 100 distinct phases (σ_k ∈ [0.8, 1.5], q_k ∈ [0.005, 0.02], 10 steps; ε at
-    δ = 1e-5, δ at ε = 2): the plan's certified bound on the add direction's answer
-    lies below the remove direction's estimate, so every pass composes the remove
-    direction alone, half the phase sums. The answer equals that of a first pass over
-    both directions (to rounding), and the add direction's bound lies below its lower
-    bound."""
+    δ = 1e-5): the plan's certified bound on the add direction's answer lies below the
+    remove direction's estimate, so every pass composes the remove direction alone, half
+    the phase sums. The answer equals that of a first pass over both directions (to
+    rounding), and the add direction's bound lies below its lower bound. (The δ query:
+    test_few_phases_compose_the_lead_direction_alone; the choice of a direction reads
+    only the plan's bounds and estimates, whatever the number of phases.)"""
     passes = _record_passes(monkeypatch, "only")
     sig, q, n = _distinct_phases(100, (0.8, 1.5), (0.005, 0.02), 10)
-    ask = accountant.schedule_epsilon if query == "epsilon" else accountant.schedule_delta
-    target = 1e-5 if query == "epsilon" else 2.0
-    one = ask(sig, q, n, target)
+    one = accountant.schedule_epsilon(sig, q, n, 1e-5)
     assert passes and all(o == 0 for o in passes)  # "remove"
     passes.clear()
     monkeypatch.setattr(composition, "_lead_alone", lambda p: (None, -np.inf))
-    both = ask(sig, q, n, target)
+    both = accountant.schedule_epsilon(sig, q, n, 1e-5)
     assert passes[0] is None  # (re-plans may then compose the deciding direction alone)
     for x, y in zip(one, both, strict=True):
         np.testing.assert_allclose(float(x), float(y), rtol=1e-9)
-    add = float(_plan(sig, q, n, target, query=query).bound[1])
+    add = float(_plan(sig, q, n, 1e-5).bound[1])
     assert add < float(one.lower)
 
 
-def test_few_phases_compose_the_lead_direction_alone(monkeypatch):
-    """One phase (σ = 1, q = 0.01, N = 1000, δ = 1e-5): the plan's certified bound on the
-    add direction's ε (1.52) lies below the remove direction's estimate (1.78), so the
-    one pass composes the remove direction alone; the answer equals that of a pass over
-    both directions (to rounding) and lies above the add direction's bound."""
+@pytest.mark.parametrize("query", ["epsilon", "delta"])
+def test_few_phases_compose_the_lead_direction_alone(monkeypatch, query):
+    """One phase (σ = 1, q = 0.01, N = 1000; ε at δ = 1e-5, δ at ε = 1.78): the plan's
+    certified bound on the add direction's answer (ε ≤ 1.52; δ ≤ 2.8e-7) lies below the
+    remove direction's estimate (1.78; 3.2e-5), so the one pass composes the remove
+    direction alone; the answer equals that of a pass over both directions (to rounding)
+    and lies above the add direction's bound."""
     passes = _record_passes(monkeypatch, "only")
-    one = accountant.schedule_epsilon(1.0, 0.01, 1000, 1e-5)
+    ask = accountant.schedule_epsilon if query == "epsilon" else accountant.schedule_delta
+    target = 1e-5 if query == "epsilon" else 1.78
+    one = ask(1.0, 0.01, 1000, target)
     assert passes == [0]  # "remove"
     passes.clear()
     monkeypatch.setattr(composition, "_lead_alone", lambda p: (None, -np.inf))
-    both = accountant.schedule_epsilon(1.0, 0.01, 1000, 1e-5)
+    both = ask(1.0, 0.01, 1000, target)
     assert passes == [None]
     assert_same_query(np.asarray(one), np.asarray(both), rtol=1e-12)
-    assert float(_plan(1.0, 0.01, 1000, 1e-5).bound[1]) < float(one.lower)
+    assert float(_plan(1.0, 0.01, 1000, target, query=query).bound[1]) < float(one.lower)
 
 
 @pytest.mark.parametrize(
