@@ -51,8 +51,10 @@ Method (and why each step is a bound)
    ``ĝ(ω) = e^{−(a+iω)ε}/((a+iω)(a+1+iω))``. The trapezoid rule with step ``Δω = 2π/W``
    equals ``E g_ε(X)`` plus the aliasing terms ``Σ_{m≠0} e^{amW} δ_X(ε + mW)`` (Poisson
    summation), all non-negative: the sum is an upper bound before truncation, and the
-   aliasing is bounded by Chernoff bounds of X for the lower side. Truncating at
-   ``Ω = JΔω`` costs at most ``(C/π) e^{−τ²Ω²/2}/(τ²Ω³)``, ``C = M_X(a) e^{−aε}``.
+   aliasing is bounded by Chernoff bounds of X for the lower side. Truncating after
+   the last node, ``Ω = (J − 1)Δω``, costs at most ``(C/π) e^{−τ²Ω²/2}/(τ²Ω³)``,
+   ``C = M_X(a) e^{−aε}`` (the terms left out lie below the integral of their decreasing
+   majorant from the last node on).
    The damping ``a`` and the period ``W`` are chosen together (aliasing far below
    ``tol·δ`` with the fewest nodes). The nodes are sized for the widest ``τ`` the
    tolerance allows (``τ²`` a share of ``tol·ε``), and the inversion then smooths with

@@ -123,6 +123,9 @@ def query_bounds(carry, p, tau, tilts, n_tot, target, gam, *, J, query, halving=
         """One direction's node values, ε-free: (δ_X, density) of each side."""
         om = dw_i * jnp.arange(J)  # nodes, 0 included
         om_max = J * dw_i
+        # The terms left out, k ≥ J, under a decreasing majorant g: Δω Σ_{k≥J} g(kΔω) ≤
+        # ∫_{(J−1)Δω}^∞ g, so the truncation integrals start at the last node.
+        om_cut = (J - 1) * dw_i
         # The weight of E g_ε, 1/(z(z+1)) at z = a + iω, as conj(w)/|w|² with w = z(z+1)
         # (no complex division).
         w_re, w_im = a_i * (a_i + 1.0) - om * om, om * (2.0 * a_i + 1.0)
@@ -181,7 +184,7 @@ def query_bounds(carry, p, tau, tilts, n_tot, target, gam, *, J, query, halving=
             """The side's δ_X at variance τ² and its density at each of ``variances``."""
             safe_om = jnp.where(om > 0, om, 1.0)
             cap = jnp.where(om > 0, jnp.exp(-0.5 * tau_i**2 * om * om) / safe_om**2, jnp.inf)
-            trunc = jnp.exp(-0.5 * tau_i**2 * om_max**2) / (jnp.pi * tau_i**2 * om_max**3)
+            trunc = jnp.exp(-0.5 * tau_i**2 * om_cut**2) / (jnp.pi * tau_i**2 * om_cut**3)
             # e^{λ} once for all transforms (the barrier keeps the compiler from
             # recomputing its complex exponential inside each of their fusions).
             e_lam = lax.optimization_barrier(jnp.exp(side[0]))
@@ -189,7 +192,7 @@ def query_bounds(carry, p, tau, tilts, n_tot, target, gam, *, J, query, halving=
 
             def density(v):
                 cap_f = jnp.exp(-0.5 * v * om * om)
-                trunc_f = jnp.exp(-0.5 * v * om_max**2) / (jnp.pi * v * om_max)
+                trunc_f = jnp.exp(-0.5 * v * om_cut**2) / (jnp.pi * v * om_cut)
                 return prepare(side, e_lam, v, 1.0, 1.0, cap_f, trunc_f)
 
             return e_lam, (prep_d, *(density(v) for v in variances))
@@ -203,10 +206,10 @@ def query_bounds(carry, p, tau, tilts, n_tot, target, gam, *, J, query, halving=
             abs_weight = jnp.abs(weight)
             # |weight| ≤ |c₀ + c₂| + |c₂|τ²(a² + ω²): ∫_Ω^∞ e^{−vω²/2} ≤ e^{−vΩ²/2}/(vΩ) and
             # ∫_Ω^∞ ω² e^{−vω²/2} ≤ e^{−vΩ²/2}(Ω/v + 1/(v²Ω)).
-            tail = jnp.exp(-0.5 * v * om_max**2)
+            tail = jnp.exp(-0.5 * v * om_cut**2)
             trunc = (
-                (jnp.abs(c0) + jnp.abs(c2) * a_i * a_i) * tail / (v * om_max)
-                + jnp.abs(c2) * tail * (om_max / v + 1.0 / (v * v * om_max))
+                (jnp.abs(c0) + jnp.abs(c2) * a_i * a_i) * tail / (v * om_cut)
+                + jnp.abs(c2) * tail * (om_cut / v + 1.0 / (v * v * om_cut))
             ) / jnp.pi
             cap = jnp.exp(-0.5 * v * om * om) * abs_weight
             return prepare(side, e_lam, v, weight, abs_weight, cap, trunc)
