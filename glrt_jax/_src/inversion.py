@@ -204,8 +204,8 @@ def query_bounds(carry, p, tau, tilts, n_tot, target, gam, *, J, query, halving=
             c0, c2 = c0 + c2, c2 * v
             weight = (c0 + c2 * (a_i * a_i - om * om)) + 1j * (2.0 * c2 * a_i * om)
             abs_weight = jnp.abs(weight)
-            # |weight| ≤ |c₀ + c₂| + |c₂|τ²(a² + ω²): ∫_Ω^∞ e^{−vω²/2} ≤ e^{−vΩ²/2}/(vΩ) and
-            # ∫_Ω^∞ ω² e^{−vω²/2} ≤ e^{−vΩ²/2}(Ω/v + 1/(v²Ω)).
+            # |weight| ≤ |c₀ + c₂| + |c₂|v(a² + ω²) (|z|² = a² + ω²), and from Ω, the last
+            # node: ∫ e^{−vω²/2} ≤ e^{−vΩ²/2}/(vΩ), ∫ ω² e^{−vω²/2} ≤ e^{−vΩ²/2}(Ω/v + 1/(v²Ω)).
             tail = jnp.exp(-0.5 * v * om_cut**2)
             trunc = (
                 (jnp.abs(c0) + jnp.abs(c2) * a_i * a_i) * tail / (v * om_cut)
