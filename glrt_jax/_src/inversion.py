@@ -362,13 +362,13 @@ def query_bounds(carry, p, tau, tilts, n_tot, target, gam, *, J, query, halving=
     tiny = jnp.finfo(jnp.float64).tiny
     if query == "delta":
         eps = jnp.full(a.shape, target)
-        ups = per_direction(upper_delta, live)(eps)
+        ups, gaps = per_direction(upper_parts, live)(eps)
         cap = per_direction(chernoff_delta, live)(eps)
         ups = jnp.where(cap < ups, cap, ups)
         lows, ests = per_direction(lower_delta)(eps), per_direction(raw_delta)(eps)
         shares = 0.5 * tau**2 * per_direction(raw_density)(eps) / jnp.maximum(ests, tiny)
         roundings = per_direction(rounding)(eps) / jnp.maximum(ests, tiny)
-        gaps = per_direction(lambda d, e: upper_parts(d, e)[1])(eps) / jnp.maximum(ests, tiny)
+        gaps = gaps / jnp.maximum(ests, tiny)
     else:
         delta = lax.stop_gradient(target)
         zero = jnp.zeros(a.shape)
@@ -402,7 +402,10 @@ def query_bounds(carry, p, tau, tilts, n_tot, target, gam, *, J, query, halving=
         finite = jnp.isfinite(eu) & (eu > 0)
         e0 = jnp.where(finite, eu, 1.0)
         # U and ∂U/∂ε at the root in one forward pass (one copy of U in the program).
-        u0, slope = jax.jvp(per_direction(upper_delta, live), (e0,), (jnp.ones_like(e0),))
+        # (and the gap taken off it there, which carries no derivative)
+        u0, slope, gaps = jax.jvp(
+            per_direction(upper_parts, live), (e0,), (jnp.ones_like(e0),), has_aux=True
+        )
         slope = lax.stop_gradient(slope)
         ok = finite & (slope < 0)
         # U(ε, θ) = δ: dε = −(∂U/∂θ dθ − dδ)/(∂U/∂ε), δ included (calibration needs it).
@@ -419,7 +422,6 @@ def query_bounds(carry, p, tau, tilts, n_tot, target, gam, *, J, query, halving=
         shares = 0.5 * tau**2 * per_direction(raw_density)(e1) / jnp.maximum(rate * e1, tiny)
         roundings = per_direction(rounding)(e1) / jnp.maximum(rate * e1, tiny)
         # (at the upper bound's root, in ε: the gap over the slope there)
-        gaps = per_direction(lambda d, e: upper_parts(d, e)[1])(e0)
         gaps = jnp.where(ok, gaps / jnp.maximum(jnp.abs(slope) * e0, tiny), 0.0)
     up = _pick_max(ups)
     low = lax.stop_gradient(jnp.max(lows))
