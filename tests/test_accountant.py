@@ -14,6 +14,7 @@ import sys
 
 import pytest
 from backends import assert_same_query
+from printed import assert_table_brackets
 from scipy import optimize, stats
 
 from glrt_jax import accountant, cli, reproduce
@@ -50,6 +51,7 @@ def test_per_round_npo_matches_dp_accounting():
     assert (rep.quantity, rep.delta, rep.epsilon, rep.d) == ("epsilon", DELTA, None, 1)
     assert (rep.threat_model, rep.steps, rep.phases, rep.mu) == ("per_round", 1000, 1, None)
     assert "| GLRT (d = 1) |" in rep.table() and "per round" in rep.describe()
+    assert_table_brackets(rep)
     exported = json.loads(json.dumps(rep.to_dict()))
     assert exported["npo"]["upper"] == rep.npo.upper and exported["threat_model"] == "per_round"
 
@@ -133,7 +135,9 @@ def test_report_cli(capsys):
         "report --noise-multiplier 6 --steps 70 --delta 1e-2 --threat-model shared".split()
     )
     out = capsys.readouterr().out
-    assert code == 0 and "| NPO (Gaussian DP) | 3.63673 |" in out and "mu = 1.39443" in out
+    assert (
+        code == 0 and "| NPO (Gaussian DP) | 3.63674 | 3.63673 |" in out and "mu = 1.39443" in out
+    )
     code = cli.main(
         "report --noise-multiplier 6 --sampling-rate 0.5 --delta 1e-2 --threat-model shared".split()
     )

@@ -3,11 +3,13 @@
 import json
 import math
 import pathlib
+from fractions import Fraction
 
 import jax
 import jax.numpy as jnp
 import pytest
 from jax.test_util import check_grads
+from printed import table_cells
 from scipy import stats
 
 from glrt_jax import accountant, calibrate, cli, profile
@@ -155,6 +157,18 @@ def test_calibrate_both_adversaries_side_by_side():
         assert 1.0 - 2e-3 <= e <= 1.0
     table = res.table()
     assert "NPO" in table and "GLRT (d = 1)" in table
+    # Printed on the safe side: σ rounded up (six decimals) still meets the target, and
+    # the printed ε is at or above the certified one.
+    answers = [
+        (res.noise_multiplier_npo, res.epsilon_npo),
+        (res.noise_multiplier_glrt, res.epsilon_glrt),
+    ]
+    for row, (s, e) in zip(table_cells(table), answers, strict=True):
+        assert Fraction(row[1]) >= Fraction(s) and len(row[1].partition(".")[2]) == 6, row
+        assert Fraction(row[2]) >= Fraction(e), row
+        adv = "npo" if row[0].startswith("NPO") else "glrt"
+        at_printed = accountant.schedule_epsilon(float(row[1]), Q, N, DELTA, adversary=adv)
+        assert float(at_printed.upper) <= 1.0, row
 
 
 def test_max_sampling_rate():

@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 import pytest
+from printed import assert_table_brackets
 from scipy.stats import norm
 
 from glrt_jax import accountant, calibrate
@@ -179,6 +180,7 @@ def test_per_round_q1_matches_gaussian_dp():
     json.dumps(d)
     assert d["quantity"] == "tpr" and d["fpr"] == list(FPRS) and len(d["npo"]["upper"]) == 3
     assert r.table().count("fpr = ") == 6
+    assert_table_brackets(r)
 
 
 def test_per_round_glrt_single_release_matches_symmetrised_curve():

@@ -29,6 +29,7 @@ import numpy as np
 
 from glrt_jax._src import composition, profile, programs, risk
 from glrt_jax._src.composition import Bounds
+from glrt_jax._src.formatting import rounded
 from glrt_jax._src.validation import NEIGHBOURINGS, THREAT_MODELS, check_choice, check_range
 
 _THREAT_MODEL_TEXT = {
@@ -140,7 +141,19 @@ class PrivacyReport:
     def table(self) -> str:
         """Markdown table of both adversaries (report the upper bound).
 
-        One row per adversary (per adversary and ``fpr`` for a ROC curve).
+        One row per adversary (per adversary and ``fpr`` for a ROC curve). The bounds are
+        printed to six significant digits rounded outward, the upper bound up and the
+        lower bound down (:func:`glrt_jax._src.formatting.rounded`), so that the printed
+        bracket still contains the truth; the estimate to the nearest.
+
+        Example:
+          >>> import jax
+          >>> jax.config.update("jax_enable_x64", True)
+          >>> from glrt_jax import accountant
+          >>> r = accountant.epsilon(1e-5, noise_multiplier=1.0, sampling_rate=0.01, steps=1000)
+          >>> row = r.table().splitlines()[2].split(" | ")
+          >>> float(row[1]) >= float(r.npo.upper) and float(row[2]) <= float(r.npo.lower)
+          True
         """
         q = self.quantity
         rows = [
@@ -158,7 +171,8 @@ class PrivacyReport:
                     f"delta = {self.delta:g}" if q == "epsilon" else f"epsilon = {self.epsilon:g}"
                 ]
             for lo, es, up, where in zip(lower, est, upper, at, strict=True):
-                rows.append(f"| {name} | {up:.6g} | {lo:.6g} | {es:.6g} | {where} |")
+                up, lo = rounded(up, direction="up"), rounded(lo, direction="down")
+                rows.append(f"| {name} | {up} | {lo} | {rounded(es)} | {where} |")
         return "\n".join(rows)
 
     def describe(self) -> str:

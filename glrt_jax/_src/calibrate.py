@@ -54,6 +54,7 @@ from glrt_jax._src.calibration_solve import (
     solve,
 )
 from glrt_jax._src.composition import validate_sizes
+from glrt_jax._src.formatting import rounded
 from glrt_jax._src.validation import (
     ADVERSARIES,
     NEIGHBOURINGS,
@@ -509,17 +510,22 @@ class Calibration:
     epsilon_glrt: float
 
     def table(self) -> str:
-        """Markdown table of the two adversaries."""
-        return "\n".join(
-            [
-                "| adversary | noise multiplier | epsilon at it | delta |",
-                "|---|---|---|---|",
-                f"| NPO (Gaussian DP) | {self.noise_multiplier_npo:.6f} "
-                f"| {self.epsilon_npo:.9g} | {self.delta:.3g} |",
-                f"| GLRT (d = {self.d}) | {self.noise_multiplier_glrt:.6f} "
-                f"| {self.epsilon_glrt:.9g} | {self.delta:.3g} |",
-            ]
-        )
+        """Markdown table of the two adversaries.
+
+        Printed on the safe side (:func:`glrt_jax._src.formatting.rounded`): the noise
+        multipliers rounded up to six decimals (more noise, a smaller ε: the printed σ
+        still meets the target) and each ε, the certified upper bound at the exact σ,
+        rounded up to nine significant digits.
+        """
+        rows = ["| adversary | noise multiplier | epsilon at it | delta |", "|---|---|---|---|"]
+        for name, sigma, eps in (
+            ("NPO (Gaussian DP)", self.noise_multiplier_npo, self.epsilon_npo),
+            (f"GLRT (d = {self.d})", self.noise_multiplier_glrt, self.epsilon_glrt),
+        ):
+            sigma = rounded(sigma, 6, direction="up", fixed=True)
+            eps = rounded(eps, 9, direction="up")
+            rows.append(f"| {name} | {sigma} | {eps} | {self.delta:.3g} |")
+        return "\n".join(rows)
 
     def to_dict(self) -> dict:
         """Plain-dict export (JSON-serialisable)."""
