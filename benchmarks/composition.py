@@ -48,7 +48,9 @@ def main(argv=None):
         "fixed (σ, q), with dp_accounting's PLD accountant (default discretisation 1e-4, and "
         "1e-5 where affordable) and prv_accountant's bounds in the same process. Our first "
         "call includes compilation (the first row pays for it; later rows reuse compiled "
-        "programs); warm is the best of repeats; speed-up = peer time / our warm time.",
+        "programs); warm is the best of repeats; speed-up = peer time / our warm time. "
+        "Brackets (ours and prv_accountant's) are printed rounded outward, upper bounds up "
+        "and lower bounds down; dp_accounting's ε to the nearest.",
         peers=["dp-accounting", "prv-accountant"],
     ):
         composition_scale.run(

@@ -24,6 +24,7 @@ from _report import figure
 from _timing import steady
 
 from glrt_jax import accountant
+from glrt_jax._src.formatting import rounded
 
 CASES = [  # (name, σ, q, N, δ)
     ("P1", 0.7, 5e-4, 2 * 10**5, 1e-6),
@@ -99,16 +100,26 @@ def _ours(sig, q, n, delta, repeat, adversary="npo", tol=1e-3):
     return first, warm, b
 
 
+def _up(x, decimals=5):
+    """An upper bound printed rounded up (a lower bound, :func:`_down`, down): the printed
+    bracket still contains the truth."""
+    return rounded(float(x), decimals, direction="up", fixed=True)
+
+
+def _down(x, decimals=5):
+    return rounded(float(x), decimals, direction="down", fixed=True)
+
+
 def _row(name, sig, q, n, delta, repeat, fine=True, peers=True, prv=True):
     first, warm, b = _ours(sig, q, n, delta, repeat)
     gfirst, gwarm, g = _ours(sig, q, n, delta, repeat, adversary="glrt")
     cells = [
         name,
-        f"{float(b.lower):.5f}",
-        f"{float(b.upper):.5f}",
+        _down(b.lower),
+        _up(b.upper),
         f"{first:.2f}",
         f"{warm * 1e3:.0f}",
-        f"{float(g.upper):.5f}",
+        _up(g.upper),
         f"{(warm + gwarm) * 1e3:.0f}",
     ]
     t_dp = None
@@ -130,7 +141,7 @@ def _row(name, sig, q, n, delta, repeat, fine=True, peers=True, prv=True):
         if prv:
             err = 1e-2 * max(1.0, float(b.upper) / 10)
             tp, (plo, pup) = _prv(sig, q, n, delta, eps_error=err)
-            cells += [f"[{plo:.4f}, {pup:.4f}] ({tp:.2f} s)"]
+            cells += [f"[{_down(plo, 4)}, {_up(pup, 4)}] ({tp:.2f} s)"]
         else:
             cells += ["skipped"]
     print("| " + " | ".join(cells) + " |", flush=True)
@@ -172,7 +183,7 @@ def _accuracy(repeat):
         runs = {tol: _ours(sig, q, n, delta, repeat, tol=tol)[1:] for tol in tols}
         ref = runs[1e-6][1]
         lo, up = float(ref.lower), float(ref.upper)
-        cells = [name, f"[{lo:.8g}, {up:.8g}]"]
+        cells = [name, f"[{rounded(lo, 8, direction='down')}, {rounded(up, 8, direction='up')}]"]
         t_dp, e_dp = _dp(sig, q, n, delta, 1e-4)
         cells.append(f"{e_dp / lo - 1:.1e}")
         matched = None
