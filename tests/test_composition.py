@@ -579,16 +579,14 @@ def test_a_pass_is_known_by_what_it_computes_from():
 def test_floor_points_settle_a_tail_query_in_one_pass(monkeypatch):
     """σ = 0.92, q = 1e-3, N = 1000, δ = 1e-10: at the floor's 4096 nodes, 512 grid points
     left a bracket 1.8e-3 wide and a re-plan of 2¹⁸ nodes (0.23 s); at least one point per
-    four nodes settles it in one pass (now of one direction, at its floor of 8192 nodes),
-    within the tolerance of dp_accounting's value.
+    four nodes settles it in one pass, within the tolerance of dp_accounting's value.
 
     dp_accounting's reference is taken at a 1e-5 discretisation: at its default 1e-4 its
     "pessimistic" ε here (0.856067) lies below its own 2e-5 and 1e-5 values (0.856157,
     0.856191), i.e. not above ε, and below a lower bound that meets the tolerance."""
     passes = _record_passes(monkeypatch, "B", "J")
     b = accountant.schedule_epsilon(0.9188, 1e-3, 1000, 1e-10)
-    # (old: (512, 4096), (4096, 2¹⁸))
-    assert len(passes) == 1 and passes[0][1] == composition.ONE_DIRECTION_MIN_NODES, passes
+    assert len(passes) == 1 and passes[0][1] == 4096  # old: (512, 4096), (4096, 2¹⁸)
     assert float(b.upper) <= 1.001 * float(b.lower)
     acc = pld_privacy_accountant.PLDAccountant(value_discretization_interval=1e-5)
     acc.compose(
@@ -836,24 +834,17 @@ def test_few_phases_compose_the_lead_direction_alone(monkeypatch, query):
     """One phase (σ = 1, q = 0.01, N = 1000; ε at δ = 1e-5, δ at ε = 1.78): the plan's
     certified bound on the add direction's answer (ε ≤ 1.52; δ ≤ 2.8e-7) lies below the
     remove direction's estimate (1.78; 3.2e-5), so the one pass composes the remove
-    direction alone; the answer equals that of a pass over both directions at the same
-    sizes (to rounding; by default such a pass takes half the nodes,
-    :data:`composition.ONE_DIRECTION_MIN_NODES`) and lies above the add direction's
-    bound."""
-    passes = _record_passes(monkeypatch, "only", "B", "J")
+    direction alone; the answer equals that of a pass over both directions (to rounding)
+    and lies above the add direction's bound."""
+    passes = _record_passes(monkeypatch, "only")
     ask = accountant.schedule_epsilon if query == "epsilon" else accountant.schedule_delta
     target = 1e-5 if query == "epsilon" else 1.78
     one = ask(1.0, 0.01, 1000, target)
-    assert [only for only, _, _ in passes] == [0]  # "remove"
-    sizes = passes[0][1:]
+    assert passes == [0]  # "remove"
     passes.clear()
     monkeypatch.setattr(composition, "_lead_alone", lambda p: (None, -np.inf))
-    sizes_for = composition._sizes_for
-    monkeypatch.setattr(
-        composition, "_sizes_for", lambda p, **k: sizes_for(p, **{**k, "one_direction": True})
-    )
     both = ask(1.0, 0.01, 1000, target)
-    assert passes == [(None, *sizes)]
+    assert passes == [None]
     assert_same_query(np.asarray(one), np.asarray(both), rtol=1e-12)
     assert float(_plan(1.0, 0.01, 1000, target, query=query).bound[1]) < float(one.lower)
 
@@ -1344,9 +1335,7 @@ def test_damping_out_of_reach_of_the_nodes_is_not_chosen():
         assert 0.0 < float(b.lower) <= float(b.upper) <= (1 + 1e-3) * float(b.lower), b
 
 
-@pytest.mark.parametrize(
-    "delta, nodes", [(1e-12, composition.ONE_DIRECTION_MIN_NODES), (1e-15, 16384)]
-)
+@pytest.mark.parametrize("delta, nodes", [(1e-12, 4096), (1e-15, 16384)])
 def test_period_planned_with_tilts_just_above_the_damping(monkeypatch, delta, nodes):
     """σ = 0.9, q = 1e-3, N = 10⁴: the damping a = 10 lies just below the tilt where a
     round's generating function explodes (b ≈ 2 log(1/q)/μ² ≈ 11), and the planner's next
@@ -1354,8 +1343,7 @@ def test_period_planned_with_tilts_just_above_the_damping(monkeypatch, delta, no
     15752 (δ = 1e-15): three passes at the largest sizes (16384 points, 2¹⁸ nodes) left
     [1.870044, 1.873476] and [2.727485, 2.756707], the latter's upper bound at least
     0.45 % above ε. Tilts a few per cent above a (planning._B_FINE) give periods of 32 and
-    54, and one pass proves the tolerance (4096 and 16384 nodes; now one direction at its
-    floor of 8192 nodes for the first)."""
+    54, and one pass of 4096 and 16384 nodes proves the tolerance."""
     p = _plan(0.9, 1e-3, 10**4, delta)
     a, W, b = float(p.a[0]), float(p.W[0]), float(p.b_alias[0])
     assert a < b < 1.2 * a and W < 100.0, (a, W, b)

@@ -632,19 +632,6 @@ FEW_PHASES, FEW_PHASES_MARGIN = planning.FEW_PHASES, 4.0
 # nodes (N = 10, q = 1e-3, δ = 1e-5, when it still re-planned: 16384), the upper bound
 # came from 1.3e-4 to 6.2e-5 above ε (17 → 20 ms).
 FEW_PHASES_NODES_PER_POINT = 4
-# ... and, for a pass that composes one direction alone (the plan shows it deciding,
-# _lead_alone), at least ONE_DIRECTION_MIN_NODES nodes (the ladder's sizes below it
-# raised to it): the work of a pass at the floor of two directions, spent on twice the
-# nodes of one. The inversion smooths with the narrowest width the nodes resolve, whose
-# bias in ε falls about as 1/J², and the bracket's lower side with it. Alternating queries
-# in one process (2-core CPU, programs compiled for speed), 4096 → 8192 nodes: DP-SGD
-# (σ = 1, q = 0.01, N = 1000, δ = 1e-5, NPO) 4.1e-6 → 3.0e-6 above ε, tighter than
-# dp_accounting's default (3.9e-6), 6.8 → 8.8 ms; N = 10 at q = 1e-3 1.2e-4 → 3.4e-5
-# (dp_accounting 6.1e-5), 6.8 → 9.1 ms. Passes of both directions keep the floor of
-# 4096: there twice the nodes bought little (P2, σ = 1, q = 1e-4, N = 5·10⁶, δ = 1e-7:
-# 2.6e-6 → 2.3e-6 above ε, dp_accounting 5.4e-2) and cost what the report cannot spare
-# (NPO and GLRT 21.6–25.8 → 26.7–28.9 ms, against dp_accounting's 0.14–0.20 s).
-ONE_DIRECTION_MIN_NODES = 8192
 # Nodes past planning.MANY_PHASES_MAX_NODES (2¹⁶) serve schedules of at most FEW_PHASES
 # phases only (planning.max_nodes): an ε far below the loss's scale next to a near-atom of
 # the composed loss (N·q ≪ 1 at small σ, e.g. σ = 0.5, q = 1e-5, N = 10: ε ≈ 4.4e-4) needs
@@ -661,21 +648,19 @@ def _ladder(sizes, floor):
     return up if up[-1] == sizes[-1] else up + sizes[-1:]
 
 
-def _sizes_for(p, at_least=(0, 0), replan=False, one_direction=False):
+def _sizes_for(p, at_least=(0, 0), replan=False):
     """(B, J) from :data:`POINTS` and :data:`NODES` that meet the plan's needs (largest if none).
 
     ``at_least``: sizes already compiled for this query (a re-plan keeps them when they
     suffice, rather than compiling smaller programs). ``replan``: a re-plan chooses from
     all sizes (its need is past the floor, where the coarse ladder would cost up to 4×
-    the work). ``one_direction``: the pass composes one direction alone (a schedule of
-    at most :data:`FEW_PHASES` phases then takes at least
-    :data:`ONE_DIRECTION_MIN_NODES` nodes).
+    the work).
     """
     b_need, j_need = float(np.max(np.asarray(p.b_need))), float(np.max(np.asarray(p.j_need)))
-    return _sizes_for_needs(p.xp.shape[0], b_need, j_need, at_least, replan, one_direction)
+    return _sizes_for_needs(p.xp.shape[0], b_need, j_need, at_least, replan)
 
 
-def _sizes_for_needs(k, b_need, j_need, at_least=(0, 0), replan=False, one_direction=False):
+def _sizes_for_needs(k, b_need, j_need, at_least=(0, 0), replan=False):
     """:func:`_sizes_for` for ``k`` (padded) phases needing ``b_need`` points and
     ``j_need`` nodes."""
     fine = replan or k >= FINE_SIZES_FROM
@@ -685,8 +670,6 @@ def _sizes_for_needs(k, b_need, j_need, at_least=(0, 0), replan=False, one_direc
     nodes = NODES if fine else _ladder(NODES, COARSE_FLOOR[1])
     nodes = tuple(j for j in nodes if j <= planning.max_nodes(k))
     if k <= FEW_PHASES:
-        if one_direction:
-            nodes = tuple(sorted({max(j, ONE_DIRECTION_MIN_NODES) for j in nodes}))
         b_need = FEW_PHASES_MARGIN * b_need
     b_need, j_need = max(1.1 * b_need, at_least[0]), max(1.1 * j_need, at_least[1])
     j = next((s for s in nodes if s >= j_need), nodes[-1])
@@ -989,7 +972,7 @@ def _refine(
         at_least = sizes
         if more_points or more_nodes:  # four times the points, or twice the nodes
             at_least = (4 * sizes[0], sizes[1]) if more_points else (sizes[0], 2 * sizes[1])
-        sizes = _sizes_for(p, at_least=at_least, replan=True, one_direction=only is not None)
+        sizes = _sizes_for(p, at_least=at_least, replan=True)
         # (a re-plan's sizes may outgrow what double-double transforms can afford)
         exact = precise and active * sizes[1] <= _PRECISE_WORK
         key = _pass_key(p, sizes, only, exact)
@@ -1306,17 +1289,15 @@ def _query_once(
         )  # fmt: skip
         return bounds._replace(upper=jnp.maximum(bounds.upper, others_up))
     p = _plan_stage(mu, q, n, target, tol_a, nan, inf, **static)
-    only, others_up = None, -np.inf
-    if auto and not traced:
-        only, others_up = _lead_alone(p)
     if points is None or nodes is None:
         # A plan made eagerly (its inputs' values known: an eager jax.grad stops them,
         # _plan_stage) chooses the sizes; under jit or vmap they are fixed.
-        one = only is not None
-        b, j = JIT_SIZES if is_traced(p) else _sizes_for(p, one_direction=one)
+        b, j = JIT_SIZES if is_traced(p) else _sizes_for(p)
         points = b if points is None else points
         nodes = j if nodes is None else nodes
+    only, others_up = None, -np.inf
     if auto and not traced:
+        only, others_up = _lead_alone(p)
         # (a first pass of a few phases is mostly prepared already)
         _prepare_pass(valid, mu, q, n, target, p, (points, nodes), only, static)
     bounds, diag = _staged(valid, mu, q, n, target, p, B=points, J=nodes, only=only, **static)
@@ -1397,9 +1378,8 @@ def _prepare_first_pass(valid, mu, q, n, target, tol, static):
     background while the plan compiles (:func:`programs.preparing`,
     :func:`programs.ahead`): a one-phase query's first call spends about as long tracing
     the three programs as compiling them. Their sizes come from the plan's outputs; the
-    guess is the smallest of a pass of one direction, which a query of a few phases at the
-    default tolerance mostly runs (DP-SGD, N = 10, P1 and P3 of the composition page; P2's
-    passes, of both directions, take the floor of 4096 nodes and compile their own)."""
+    guess is the smallest, which a query of a few phases at the default tolerance mostly
+    uses."""
     if mu.shape[0] >= FINE_SIZES_FROM:
         return
     nan, inf = np.float64(np.nan), np.float64(np.inf)
@@ -1414,8 +1394,7 @@ def _prepare_first_pass(valid, mu, q, n, target, tol, static):
             p = _plan_stage(*args, **static)
     except Exception:  # the eager call prepares it (and raises what is wrong)
         return
-    sizes = _sizes_for_needs(mu.shape[0], 0.0, 0.0, one_direction=True)
-    _prepare_pass(valid, mu, q, n, target, p, sizes, None, static)
+    _prepare_pass(valid, mu, q, n, target, p, _sizes_for_needs(mu.shape[0], 0.0, 0.0), None, static)
 
 
 def _prepare_pass(valid, mu, q, n, target, p, sizes, only, static, precise=False):
