@@ -119,3 +119,21 @@ def test_split_and_companding_against_numpy(apart):
     np.testing.assert_allclose(np.asarray(count), ref, rtol=1e-12)
     np.testing.assert_allclose(np.asarray(width), np.diff(x), rtol=0)
     assert planning.many_phases(64) and not planning.many_phases(32)
+
+
+@pytest.mark.parametrize("apart", [False, True])
+def test_companding_counts_rounding_negative_masses_as_zero(apart):
+    """A split pmf can hold masses a rounding below zero (its ``π − up`` and ``up``'s
+    clip read ``π`` by two code paths); the companding shares treat them as zero. Such a
+    mass in a bin of untilted-only weight was the log of a negative number before: NaN
+    shares, NaN grid points and an infinite upper bound (1000 phases at σ ∈ [2, 5],
+    q ∈ [1e-4, 1e-3])."""
+    x = np.array([-1.0, 0.0, 0.5, 1.0, 3.0])
+    p = np.array([0.5, -5.6e-17, 0.0, -6e-33, 0.5])
+    t = 1.3
+    count, width = jax.jit(grids.compand_counts, static_argnums=3)(x, p, t, apart)
+    assert np.all(np.isfinite(np.asarray(count)))
+    ref, _ = jax.jit(grids.compand_counts, static_argnums=3)(x, np.maximum(p, 0.0), t, apart)
+    np.testing.assert_array_equal(np.asarray(count), np.asarray(ref))
+    grid = jax.jit(grids.companded_grid, static_argnums=(3, 4))(x, p, t, 16, apart)
+    assert np.all(np.isfinite(np.asarray(grid))) and np.all(np.diff(np.asarray(grid)) >= 0)

@@ -172,7 +172,17 @@ def pmf_log_mgf(x, p, ts):
 
 def compand_counts(xp, pmf, t, apart=False):
     """Per planning bin: the companding share ``w^{1/3} h^{2/3}`` (tilted and plain mass);
-    ``apart``: see :func:`glrt_jax._src.numerics.computed_once`."""
+    ``apart``: see :func:`glrt_jax._src.numerics.computed_once`.
+
+    A placement, not a bound: masses below zero count as zero. The split pmf
+    (:func:`split`) can hold a few of a rounding's size where its ``π − up`` reads ``π``
+    by another code path than ``up``'s clip (``computed_once``; e.g. −5.6e-17 and −6e-33
+    beside masses of 0.1 and 1e-25), and such a mass made a bin's share ``log`` of a
+    negative number: NaN, then NaN grid points and an infinite upper bound (K = 1000
+    phases, σ_k ∈ [2, 5], q_k ∈ [1e-4, 1e-3], 10 steps each, δ = 1e-5, once the plan
+    and phase sums ran with XLA's default code generation).
+    """
+    pmf = jnp.maximum(pmf, 0.0)
     logw = safe_log(pmf) + t * xp
     w = computed_once(jnp.exp(logw - logsumexp(logw)), apart)
     w0 = pmf / jnp.sum(pmf)
