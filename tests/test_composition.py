@@ -350,6 +350,24 @@ def test_bad_input_names_the_argument(kwargs, name):
         accountant.schedule_epsilon(**args)
 
 
+@pytest.mark.xla_defaults
+def test_many_phases_with_xla_defaults_keep_finite_bounds():
+    """300 phases at σ ∈ [2, 5], q ∈ [1e-4, 1e-3] compiled with XLA's defaults (a user's
+    ``jit``, or the programs compiled for speed): their split pmfs hold masses a rounding
+    below zero, whose companding shares were NaN, and so were grid points: ε ≤ ∞ with a
+    loose lower bound (0.029408 for an ε of 0.030358). Now the bracket is finite, within
+    the default tolerance, and meets the one of four times the points and nodes."""
+    rng = np.random.default_rng(1)
+    s, q = rng.uniform(2.0, 5.0, 300), rng.uniform(1e-4, 1e-3, 300)
+    with programs.xla_defaults():
+        small = accountant.schedule_epsilon(s, q, 10, 1e-5, points=256, nodes=1024)
+        large = accountant.schedule_epsilon(s, q, 10, 1e-5, points=1024, nodes=4096)
+    lo, up = float(small.lower), float(small.upper)
+    assert np.isfinite(up) and np.isfinite(float(large.upper))
+    assert lo <= float(large.upper) and float(large.lower) <= up
+    assert up <= (1 + 1e-3) * lo
+
+
 def test_invalid_values_under_jit_give_nan():
     f = jax.jit(lambda s, q: accountant.schedule_epsilon(s, q, 100, 1e-5, **SZ))
     assert all(np.isnan(float(v)) for v in f(-1.0, 0.01))
