@@ -209,10 +209,9 @@ def test_first_pass_is_prepared_in_the_background(with_store, tmp_path, monkeypa
 
 def test_many_phases_prepare_their_first_pass_after_the_plan(monkeypatch):
     """A schedule of many phases (K = 100 here, in two halves) cannot guess its sizes
-    before the plan, but its plan's programs (the per-phase part, the one program of both
-    halves, and the program that joins them) are prepared first, so that they compile
-    side by side, and once the plan has chosen the sizes its phase sums and bounds are
-    traced in the background; the answer is the same."""
+    before the plan, but once the plan has chosen them its phase sums (the one program of
+    both halves) and bounds are traced in the background, so that they compile side by
+    side; the answer is the same."""
     rng = np.random.default_rng(2)
     sig, q = rng.uniform(0.8, 1.5, 100), rng.uniform(0.005, 0.02, 100)
     programs.forget()
@@ -237,12 +236,12 @@ def test_many_phases_prepare_their_first_pass_after_the_plan(monkeypatch):
 
     monkeypatch.setattr(programs, "ahead", settled)
     got = np.asarray(accountant.schedule_epsilon(sig, q, 10, 1e-5))
-    # (the sums' sizes are not known before the plan; on a CPU the plan's per-phase part
-    # and the sums run in halves, one program for both)
-    plan = [("_plan_part_program", True), ("_plan_joined_program", True)]
+    # (the plan is compiled by the eager call: its sizes are not known before it; on a
+    # CPU the plan's per-phase part and the sums run in halves, one program for both)
+    plan = [("_plan_part_program", False), ("_plan_joined_program", False)]
     sums = "_part_sums_program"
     if not on_cpu():
-        plan, sums = [("_plan_program", True)], "_sums_program"
+        plan, sums = [("_plan_program", False)], "_sums_program"
     assert prepared[: len(plan) + 2] == [*plan, (sums, True), ("_bounds_stage", True)]
     assert_same_query(got, alone)
     programs.forget()

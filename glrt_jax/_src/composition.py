@@ -1379,35 +1379,20 @@ def _prepare_first_pass(valid, mu, q, n, target, tol, static):
     :func:`programs.ahead`): a one-phase query's first call spends about as long tracing
     the three programs as compiling them. Their sizes come from the plan's outputs; the
     guess is the smallest, which a query of a few phases at the default tolerance mostly
-    uses. A schedule of many phases (:data:`FINE_SIZES_FROM`) prepares its plan alone: on
-    a CPU its per-phase part and the program that joins the halves then compile side by
-    side instead of one after the other (alternating fresh processes on a 2-core CPU, the
-    tables' K-phase schedules, first call: NPO K = 100 3.35 → 3.07 s, K = 1000 5.77 →
-    5.22 s, K = 10⁴ 11.07 → 10.64 s; GLRT d = 10 K = 1000 9.72 → 8.69 s, K = 10⁴ 16.5 s
-    either way; means of 3–4)."""
+    uses."""
+    if mu.shape[0] >= FINE_SIZES_FROM:
+        return
     nan, inf = np.float64(np.nan), np.float64(np.inf)
     args = (mu, q, n, target, tol, nan, inf, _NO_FLOOR)
     loss, values = losses.program_key(
         static["adversary"], static["d"], static["neighbouring"], mu.shape[0]
     )
-    many = mu.shape[0] >= FINE_SIZES_FROM
-    halves = _halves(n, args)
-    if halves is not None:
-        part = dict(loss=loss, query=static["query"], length=halves[2])
-        part["thin"] = planning.thinning(mu.shape[0], loss)
-        if _plan_part_program.loaded(mu, q, n, target, tol, values, *_ZEROS, **part):
-            return
-    elif _plan_program.loaded(*args, values, loss=loss, query=static["query"]):
+    if _plan_program.loaded(*args, values, loss=loss, query=static["query"]):
         return
     try:
         with programs.preparing():
             p = _plan_stage(*args, **static)
     except Exception:  # the eager call prepares it (and raises what is wrong)
-        return
-    if many:
-        # A plan of many phases is prepared alone: its per-phase part and the program that
-        # joins the halves compile side by side, but the sizes of the phase sums depend on
-        # the plan (and a wrong guess's compilation would share the cores with the run).
         return
     _prepare_pass(valid, mu, q, n, target, p, _sizes_for_needs(mu.shape[0], 0.0, 0.0), None, static)
 
