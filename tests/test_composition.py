@@ -882,7 +882,9 @@ def test_a_pass_over_both_directions_composes_them_apart(monkeypatch, sigma, q, 
     There the deciding direction is not resolved at these sizes (its bracket is 11 %
     wide) and its upper bound on δ is not smooth in ε near the root: the two searches,
     which run different numbers of passes (one program's run until both directions are
-    done), stop at points of it 7.7e-6 apart (relative), both on the safe side."""
+    done), stop at points of it a few 1e-6 apart (relative), both on the safe side, and
+    in either order (7.7e-6 with the one program's the higher, then 3.8e-6 with the other
+    way round once the companding shares counted rounding-negative masses as zero)."""
     sig, qq, nn = pad_phases(np.array([sigma]), np.array([q]), np.array([n]), np)
     static = dict(adversary="npo", d=1, neighbouring="add_remove", query="epsilon")
     p = _plan(sigma, q, n, delta)
@@ -910,7 +912,11 @@ def test_a_pass_over_both_directions_composes_them_apart(monkeypatch, sigma, q, 
         np.testing.assert_allclose(np.asarray(apart), np.asarray(whole), rtol=1e-4)
     # (one program stops the search of a direction that cannot decide once it passes
     # below the other's bracket; apart, each is searched to the end)
-    assert np.all(diag["ups"] <= np.asarray(whole_diag["ups"]) * (1 + between_calls(1e-12)))
+    ups, whole_ups = np.asarray(diag["ups"]), np.asarray(whole_diag["ups"])
+    if delta > 1e-10:
+        assert np.all(ups <= whole_ups * (1 + between_calls(1e-12)))
+    else:  # (the unresolved direction's searches stop at points of a non-smooth bound)
+        np.testing.assert_allclose(ups, whole_ups, rtol=1e-4)
     assert float(apart.lower) > 0.5 * float(apart.upper)
 
 
