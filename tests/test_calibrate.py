@@ -232,3 +232,32 @@ def test_cli(capsys):
     assert cli.main(["calibrate", "--epsilon", "-1", "--delta", "1e-5"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "target_epsilon" in err and "-1" in err
+
+
+def test_eager_solve_settles_a_cycle_of_sizes_on_the_larger(monkeypatch):
+    """The engine's sizes are chosen at each root: where the root with one size class lies
+    where the plan asks for another, and back (σ for ε* = 0.1693 at δ = 2.06e-11,
+    q = 1.75e-5, N = 125089: (2048, 4096) gave σ = 0.7922, where the plan asks for
+    (8192, 16384), whose root σ = 0.7694 asks for (2048, 4096)), the eager driver ran out
+    of moves ("no root found"). It now answers the root of the larger sizes, certified
+    at them. The solve and the sizes are stand-ins for the engine's here."""
+    from glrt_jax._src import calibration_solve as cs
+    from glrt_jax._src import solvers
+
+    coarse, fine = (2048, 4096), (8192, 16384)
+    root_with = {coarse: math.log(0.7922), fine: math.log(0.7694)}
+
+    def sizes_at(problem, theta, u, tol):  # fine sizes asked above σ = 0.78, coarse below
+        return fine if u > math.log(0.78) else coarse
+
+    def solve_eager(problem, theta, lower, upper, u0):
+        u = root_with[(problem.points, problem.nodes)]
+        assert float(lower) <= u <= float(upper)
+        return solvers.Root(x=jnp.float64(u), status=jnp.int32(solvers.OK), iterations=jnp.int32(5))
+
+    monkeypatch.setattr(cs, "_sizes_at", sizes_at)
+    monkeypatch.setattr(cs, "_solve_eager", solve_eager)
+    problem = cs.Problem("sigma_for_epsilon", "npo", 1, "add_remove", False, 0, 0, 100)
+    theta = cs.make_theta(0.1693, 2.06e-11, 1.75e-5, 125089, 1, 1e-3, 1e-6)
+    u, solved = cs._eager(problem, theta, None, math.log(0.6), 1e-3, True)
+    assert u == root_with[fine] and (solved.points, solved.nodes) == fine
