@@ -13,7 +13,7 @@ from printed import table_cells
 from scipy import stats
 
 from glrt_jax import accountant, calibrate, cli, profile
-from glrt_jax._src import composition
+from glrt_jax._src import calibration_solve, composition, solvers
 
 REFS = json.loads(
     (pathlib.Path(__file__).parent / "reference" / "calibrate_refs.json").read_text()
@@ -241,9 +241,7 @@ def test_eager_solve_settles_a_cycle_of_sizes_on_the_larger(monkeypatch):
     (8192, 16384), whose root σ = 0.7694 asks for (2048, 4096)), the eager driver ran out
     of moves ("no root found"). It now answers the root of the larger sizes, certified
     at them. The solve and the sizes are stand-ins for the engine's here."""
-    from glrt_jax._src import calibration_solve as cs
-    from glrt_jax._src import solvers
-
+    cs = calibration_solve
     coarse, fine = (2048, 4096), (8192, 16384)
     root_with = {coarse: math.log(0.7922), fine: math.log(0.7694)}
 

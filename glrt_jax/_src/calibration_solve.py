@@ -324,21 +324,18 @@ def _eager(problem, theta, bounds, guess, tol, auto_sizes):
             return u, problem
         roots[(problem.points, problem.nodes)] = u
         b, j = _sizes_at(problem, theta, u, tol)
-        if (b, j) == (problem.points, problem.nodes):
-            return u, problem
         if (b, j) in roots:
-            # The sizes cycle: the root found with one size class lies where the plan asks
-            # for another, whose root lies where it asks for the first. Both are certified
-            # at their own sizes; the larger sizes (each the larger of the two) resolve the
-            # bound better, and their root is the answer. σ for ε* = 0.1693 at
-            # δ = 2.06e-11, q = 1.75e-5, N = 125089: the root with (2048, 4096) points and
-            # nodes is σ = 0.7922, where the plan asks for (8192, 16384), whose root is
-            # σ = 0.7694 (ε ≤ 0.169328 there), where it asks for (2048, 4096), until the
-            # moves ran out ("no root found"); now σ = 0.7694. (At (2048, 4096) the bound
-            # is far looser than tol here: [0.135, 0.191] at σ = 0.7694.)
+            # These sizes again (the answer), or a cycle: the root found with one size
+            # class lies where the plan asks for another, whose root lies where it asks
+            # for the first. Both are certified at their own sizes; the larger sizes (each
+            # the larger of the two) resolve the bound better, and their root is the
+            # answer. σ for ε* = 0.1693 at δ = 2.06e-11, q = 1.75e-5, N = 125089: the root
+            # with (2048, 4096) points and nodes is σ = 0.7922, where the plan asks for
+            # (8192, 16384), whose root is σ = 0.7694 (ε ≤ 0.169328 there), where it asks
+            # for (2048, 4096), until the moves ran out ("no root found"); now σ = 0.7694.
+            # (At (2048, 4096) the bound is far looser than tol here: [0.135, 0.191] at
+            # σ = 0.7694.)
             b, j = max(b, problem.points), max(j, problem.nodes)
-            if (b, j) == (problem.points, problem.nodes):
-                return u, problem
             if (b, j) in roots:
                 return roots[(b, j)], problem._replace(points=b, nodes=j)
         problem = problem._replace(points=b, nodes=j)
