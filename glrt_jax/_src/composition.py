@@ -586,8 +586,14 @@ _REPLANS = 4
 # q = 1e-4, δ = 1e-12 takes one such pass at 16384 nodes, 0.40 s warm in all on a 2-core
 # CPU (0.15–0.19 s with float64 transforms alone); a pass at 65536 nodes made its first
 # call's passes 10–13 s. One phase may go to 2¹⁸ nodes (GLRT d = 10 at σ = 0.9, q = 1e-4,
-# N = 100, δ = 1e-15: [0.00256, 0.0158] → [0.00300, 0.00339], 0.43 → 1.1 s warm).
-_PRECISE_WORK = 1 << 18
+# N = 100, δ = 1e-15: [0.00256, 0.0158] → [0.00300, 0.00339], 0.43 → 1.1 s warm). 2¹⁹
+# rather than 2¹⁸ since the float64 rounding held two schedules of few sampled rounds
+# outside the tolerance just past 2¹⁸ (NPO; warm once compiled for speed, 2-core CPU):
+# 5 phases (σ 0.55–6.6, q 3e-6–5e-5, 18–20673 steps, δ = 4.2e-12) at 65536 nodes,
+# [0.48406, 0.57051] → [0.5323433, 0.5323481], 0.9–1.1 → 1.4 s (first call 9.5 → 14.7 s);
+# 200 phases (σ 0.5–3, q 1e-6–1e-4, 5·10⁷ steps in all, δ = 1.3e-8) at 2048 nodes,
+# [2.78686, 2.79860] → [2.79212, 2.79306], 0.5–0.6 → 0.9 s (first call 13.8 → 15.3 s).
+_PRECISE_WORK = 1 << 19
 _TAU_CAP_MIN = 1.0 / 256.0
 # Per-round grid points and frequency nodes (powers of two). From FINE_SIZES_FROM phases
 # on, where the work, not the compilation, is what costs, the eager entry points choose
