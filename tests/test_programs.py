@@ -8,6 +8,7 @@ import math
 import os
 import subprocess
 import sys
+import warnings
 
 import jax
 import numpy as np
@@ -466,6 +467,29 @@ def test_tiers_by_program_size_and_where_they_are_off(tiered, monkeypatch):
     assert programs._tiers(None, large) is None
     _twice(np.float64(1.0))
     assert not any(isinstance(f.result()[0], programs._Tiered) for f in _twice._loaded.values())
+
+
+def test_no_second_compilation_near_the_memory_mapping_limit(tiered, monkeypatch):
+    """XLA keeps every compiled program's machine code mapped until the process exits: past
+    three quarters of the kernel's limit on a process's mappings, programs compile once (no
+    tiers, and no compilation for speed of those already tiered), with a warning that names
+    the limit; the answers stay."""
+    counts = programs._mapping_counts()
+    if counts is None:
+        pytest.skip("no /proc counts of memory mappings here")
+    assert 0 < counts[0] < programs._MAPPINGS_SHARE * counts[1]
+    small = programs._checked(tuple(sorted(programs.SMALL_PROGRAMS.items())))
+    assert float(_twice(np.float64(1.0))) == 3.0  # tiered, far from the limit
+    (call,) = _tiers_of(_twice)
+    monkeypatch.setattr(programs, "_mapping_counts", lambda: (60000, 65530))
+    monkeypatch.setattr(programs, "_MAPPINGS_WARNED", [])
+    with pytest.warns(RuntimeWarning, match="vm.max_map_count"):
+        assert programs._tiers(small, 100) is None
+    with warnings.catch_warnings():  # (warned once per process)
+        warnings.simplefilter("error")
+        assert float(_twice(np.float64(2.0))) == 5.0  # a later call: no compilation for speed
+    assert call._later is not None and call._later.exception() is not None
+    assert call._executable() is call._first.result()
 
 
 @pytest.mark.xla_defaults

@@ -526,9 +526,60 @@ def _tiers(
         return None
     if options is None and size > _TIER_MAX:
         return None
+    if _mappings_near_limit():
+        return None
     first = QUICK_COMPILE if options is not None or quick else SMALL_PROGRAMS
     first = _checked(tuple(sorted(first.items())))  # (None off the CPU)
     return None if first is None or first == options else (first, options)
+
+
+# Memory mappings. XLA keeps the machine code of every program it compiles on the CPU
+# mapped until the process exits (freeing a compiled executable does not unmap it), a
+# few pages per kernel: an engine query of a new shape (phases bucket, sizes, tolerance)
+# adds about 400–900 mappings, and a process past the kernel's limit
+# (``vm.max_map_count``, 65530 by default on Linux) fails to compile ("LLVM compilation
+# error: Cannot allocate memory") and crashes. Measured on a 2-core CPU: a sweep of
+# random schedules in one process crashed after about 40 of them; the second, tiered
+# compilations were about a third of its mappings (GLRT_JAX_TIERED=0: 5118 → 3352 after
+# eight queries of new shapes). Past _MAPPINGS_SHARE of the limit, programs compile once
+# (no tiers) and a warning names the limit.
+_MAPPINGS_SHARE = 0.75
+
+
+def _mapping_counts() -> tuple[int, int] | None:
+    """(memory mappings of this process, the kernel's limit), or None where unknown."""
+    try:
+        with open("/proc/sys/vm/max_map_count") as f:
+            limit = int(f.read())
+        with open("/proc/self/maps", "rb") as f:
+            count = sum(1 for _ in f)
+    except (OSError, ValueError):
+        return None
+    return count, limit
+
+
+def _mappings_near_limit() -> bool:
+    """Whether this process's memory mappings passed :data:`_MAPPINGS_SHARE` of the limit
+    (checked where a program is compiled, seconds of work beside a few ms); warns once."""
+    counts = _mapping_counts()
+    if counts is None or counts[0] <= _MAPPINGS_SHARE * counts[1]:
+        return False
+    if not _MAPPINGS_WARNED:  # (once per process)
+        _MAPPINGS_WARNED.append(True)
+        warnings.warn(
+            "glrt_jax: this process holds more than three quarters of the memory mappings "
+            f"the kernel allows it ({counts[0]} of vm.max_map_count = {counts[1]}): XLA keeps "
+            "the machine code of every compiled program mapped, and a process past the limit "
+            "crashes when it compiles again. Programs are no longer compiled a second time "
+            "for speed. Raise the limit (e.g. `sysctl -w vm.max_map_count=262144`), or run "
+            "sweeps over many schedule shapes in separate processes.",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+    return True
+
+
+_MAPPINGS_WARNED: list[bool] = []
 
 
 # The query an eager call belongs to (see query); None outside any.
@@ -663,7 +714,10 @@ class _Tiered:
                 if again and self._later is None:
                     start = self._later = concurrent.futures.Future()
             if start is not None:
-                _start_later(start, self._compile_later)
+                if _mappings_near_limit():  # the first tier stays (see _MAPPINGS_SHARE)
+                    start.set_exception(RuntimeError("memory mappings near the limit"))
+                else:
+                    _start_later(start, self._compile_later)
         return self._first.result()
 
     def __call__(self, *args):
