@@ -478,10 +478,17 @@ def test_no_second_compilation_near_the_memory_mapping_limit(tiered, monkeypatch
     if counts is None:
         pytest.skip("no /proc counts of memory mappings here")
     assert 0 < counts[0] < programs._MAPPINGS_SHARE * counts[1]
+    # Far below the limit the count is read again only after the programs that could
+    # fill the room left (here: none of them near it).
+    monkeypatch.setattr(programs, "_MAPPINGS_SKIP", [0])
+    assert not programs._mappings_near_limit()
+    room = programs._MAPPINGS_SHARE * counts[1] - counts[0]
+    assert programs._MAPPINGS_SKIP[0] == pytest.approx(room / programs._MAPPINGS_PER_PROGRAM, abs=2)
     small = programs._checked(tuple(sorted(programs.SMALL_PROGRAMS.items())))
     assert float(_twice(np.float64(1.0))) == 3.0  # tiered, far from the limit
     (call,) = _tiers_of(_twice)
     monkeypatch.setattr(programs, "_mapping_counts", lambda: (60000, 65530))
+    monkeypatch.setattr(programs, "_MAPPINGS_SKIP", [0])
     monkeypatch.setattr(programs, "_MAPPINGS_WARNED", [])
     with pytest.warns(RuntimeWarning, match="vm.max_map_count"):
         assert programs._tiers(small, 100) is None

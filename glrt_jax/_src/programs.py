@@ -560,9 +560,22 @@ def _mapping_counts() -> tuple[int, int] | None:
 
 def _mappings_near_limit() -> bool:
     """Whether this process's memory mappings passed :data:`_MAPPINGS_SHARE` of the limit
-    (checked where a program is compiled, seconds of work beside a few ms); warns once."""
+    (asked where a program is compiled); warns once.
+
+    Reading ``/proc/self/maps`` takes about 4 ms at a few thousand mappings and 50 ms at
+    40000, so the count is read again only after as many further programs as could add
+    the mappings left below the share (at most :data:`_MAPPINGS_PER_PROGRAM` each)."""
+    with _LOCK:
+        if _MAPPINGS_SKIP[0] > 0:
+            _MAPPINGS_SKIP[0] -= 1
+            return False
     counts = _mapping_counts()
-    if counts is None or counts[0] <= _MAPPINGS_SHARE * counts[1]:
+    if counts is None:
+        return False
+    room = _MAPPINGS_SHARE * counts[1] - counts[0]
+    if room > 0:
+        with _LOCK:
+            _MAPPINGS_SKIP[0] = int(room // _MAPPINGS_PER_PROGRAM)
         return False
     if not _MAPPINGS_WARNED:  # (once per process)
         _MAPPINGS_WARNED.append(True)
@@ -580,6 +593,10 @@ def _mappings_near_limit() -> bool:
 
 
 _MAPPINGS_WARNED: list[bool] = []
+# Programs compiled before the count is read again, and the most mappings one adds (the
+# engine's largest seen here: a few hundred; a query of a new shape compiles several).
+_MAPPINGS_SKIP = [0]
+_MAPPINGS_PER_PROGRAM = 1000
 
 
 # The query an eager call belongs to (see query); None outside any.
