@@ -489,7 +489,7 @@ def test_no_second_compilation_near_the_memory_mapping_limit(tiered, monkeypatch
     (call,) = _tiers_of(_twice)
     monkeypatch.setattr(programs, "_mapping_counts", lambda: (60000, 65530))
     monkeypatch.setattr(programs, "_MAPPINGS_SKIP", [0])
-    monkeypatch.setattr(programs, "_MAPPINGS_WARNED", [])
+    programs._warn_once.cache_clear()
     with pytest.warns(RuntimeWarning, match="vm.max_map_count"):
         assert programs._tiers(small, 100) is None
     with warnings.catch_warnings():  # (warned once per process)

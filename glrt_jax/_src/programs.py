@@ -577,22 +577,17 @@ def _mappings_near_limit() -> bool:
         with _LOCK:
             _MAPPINGS_SKIP[0] = int(room // _MAPPINGS_PER_PROGRAM)
         return False
-    if not _MAPPINGS_WARNED:  # (once per process)
-        _MAPPINGS_WARNED.append(True)
-        warnings.warn(
-            "glrt_jax: this process holds more than three quarters of the memory mappings "
-            f"the kernel allows it ({counts[0]} of vm.max_map_count = {counts[1]}): XLA keeps "
-            "the machine code of every compiled program mapped, and a process past the limit "
-            "crashes when it compiles again. Programs are no longer compiled a second time "
-            "for speed. Raise the limit (e.g. `sysctl -w vm.max_map_count=262144`), or run "
-            "sweeps over many schedule shapes in separate processes.",
-            RuntimeWarning,
-            stacklevel=2,
-        )
+    _warn_once(
+        "glrt_jax: this process holds more than three quarters of the memory mappings the "
+        f"kernel allows it (vm.max_map_count = {counts[1]}): XLA keeps the machine code of "
+        "every compiled program mapped, and a process past the limit crashes when it "
+        "compiles again. Programs are no longer compiled a second time for speed. Raise the "
+        "limit (e.g. `sysctl -w vm.max_map_count=262144`), or run sweeps over many schedule "
+        "shapes in separate processes."
+    )
     return True
 
 
-_MAPPINGS_WARNED: list[bool] = []
 # Programs compiled before the count is read again, and the most mappings one adds (the
 # engine's largest seen here: a few hundred; a query of a new shape compiles several).
 _MAPPINGS_SKIP = [0]
