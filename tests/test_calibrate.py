@@ -275,40 +275,37 @@ def test_noise_multiplier_meets_the_accountants_answer_where_the_fixed_pass_is_l
 
 
 @pytest.mark.parametrize("quantity", ["sigma_for_epsilon", "sigma_for_delta", "q_for_epsilon"])
-def test_polish_searches_the_accountants_answer_only_where_the_fixed_pass_is_loose(
+def test_polish_searches_the_accountants_answer_where_it_differs_from_the_fixed_pass(
     monkeypatch, quantity
 ):
-    """The polish's control flow, on stand-ins of the two brackets (the fixed sizes' pass:
-    loose by ``loose`` in the quantity's units; the accountant's answer: exact, a
-    decreasing line in u with its root at ``truth``): no search where the fixed pass is
-    within tol, else the root of the answer, kept within the caller's interval and, for
-    the sampling rate, at q ≤ 1."""
+    """The polish's control flow, on stand-ins of the two residuals (the accountant's
+    answer: a decreasing line in u with its root at ``truth``; the fixed sizes' pass: the
+    same line moved so that its root is ``u``): ``u`` where the answer there lies within
+    tol below the target, else the answer's root, from below (an answer above the
+    target) or from above (an answer far below it), within the caller's interval and,
+    for the sampling rate, at q ≤ 1 (u = −log q ≥ 0)."""
     cs = calibration_solve
-    target = -25.0 if quantity == "sigma_for_delta" else 0.5
+    target = math.exp(-25.0) if quantity == "sigma_for_delta" else 0.5
     problem = cs.Problem(quantity, "npo", 1, "add_remove", False, 2048, 4096, 100)
-    theta = cs.make_theta(math.exp(target) if quantity == "sigma_for_delta" else target,
-                          1e-5, 0.01, 100, 1, 1e-3, 1e-6)  # fmt: skip
-    aim = float(cs._aim(problem, theta[0], theta[-1]))
+    theta = cs.make_theta(target, 1e-5, 0.01, 100, 1, 1e-3, 1e-6)
     calls = []
 
-    def run(u, truth, loose, lowest=-math.inf):
-        def bracket(prob, x, th):
-            exact = aim - 0.3 * (x - truth)
+    def run(u, truth, interval=(-math.inf, math.inf)):
+        def value(prob, x, th):
             calls.append(prob.points)
-            if prob.points:  # the fixed pass: its upper bound `loose` above the answer's
-                return exact - 1e-9, exact + loose
-            return exact - 1e-9, exact
+            return -0.3 * (x - (truth if prob.points == 0 else u))
 
-        monkeypatch.setattr(cs, "_eager_bracket", bracket)
+        monkeypatch.setattr(cs, "_eager_value", value)
         calls.clear()
-        return cs._polished(problem, theta, u, 1e-3, lowest)
+        return cs._polished(problem, theta, u, 1e-3, interval)
 
-    # Within tol: u itself, and no query of the accountant's answer.
-    assert run(1.0, 0.9, 1e-5) == 1.0 and 0 not in calls
-    # Loose: the answer's root (safe: at or above it, within ftol).
-    got = run(1.0, 0.9, 0.3 * 0.1)
-    assert 0 in calls and 0.9 <= got <= 0.9 + 1e-3
-    # The caller's interval: never below its lower end (u there, if the root is below).
-    assert run(1.0, 0.9, 0.03, lowest=0.95) >= 0.95
-    if quantity == "q_for_epsilon":  # u = −log q ≥ 0: q = 1 when the root is below
-        assert run(0.3, -0.5, 0.3 * 0.8) == 0.0
+    # The answer within tol below the target: u itself, after one query of the answer.
+    assert run(1.0, 1.0 - 1e-5) == 1.0 and calls == [0]
+    for truth in (0.9, 1.1):  # far below the target; above it
+        got = run(1.0, truth)
+        assert truth <= got <= truth + 1e-5, (truth, got)  # on the safe side, within ftol
+    # The caller's interval: never outside it (u there, if the root is outside).
+    assert run(1.0, 0.9, interval=(0.95, 2.0)) == 1.0
+    assert run(1.0, 1.1, interval=(0.0, 1.05)) == 1.0
+    if quantity == "q_for_epsilon":  # q = 1 when the answer's root is below u = 0
+        assert run(0.3, -0.5) == 0.0

@@ -36,10 +36,11 @@ the root. The eager search is the same iteration driven from the host
 programs (:func:`glrt_jax.profile.epsilon` and ``log_delta`` for the closed forms, the
 composition engine's stages at fixed sizes), which are compiled once per size class and
 shared with every other eager query, and the Newton slope is a secant (the bracket and
-the stopping rule use values only). Where the pass at fixed sizes is looser than ``tol``
-at its root, the search goes on from there on the engine's eager answer with its re-plans
-(:func:`_polished`), so that the promise holds for the answer ``accountant.epsilon``
-gives. Only traced inputs (``jit``, ``vmap``, autodiff)
+the stopping rule use values only). The root is then checked against the accountant's
+eager answer (its own sizes, with its re-plans: what ``accountant.epsilon`` gives), and
+where that lies above the target or more than ``tol`` below it, the search goes on from
+there on that answer (:func:`_polished`), so that the promise holds for it. Only traced
+inputs (``jit``, ``vmap``, autodiff)
 compile the solve as one program. Under jit the sizes are
 :data:`glrt_jax.accountant.JIT_SIZES` unless ``points``/``nodes`` are given, the
 interval is ``sigma_bounds`` (default: a factor 55 either side of a CLT guess), and
@@ -141,16 +142,15 @@ def _aim(problem, target, rtol):
     return target * (1.0 - 0.5 * rtol)
 
 
-def _eager_bracket(problem, u, theta):
-    """The certified ``(lower, upper)`` of the residual's quantity (ε, or log δ) at ``u``
-    for concrete θ, through the library's eager (compiled once, shared) programs.
+def _eager_value(problem, u, theta):
+    """g(u) for concrete θ, through the library's eager (compiled once, shared) programs.
 
-    The closed forms by :func:`profile.epsilon` / :func:`profile.log_delta` (lower =
-    upper); the engine's certified bracket by one query through
+    The same quantity as :func:`_residual`: the closed forms by :func:`profile.epsilon` /
+    :func:`profile.log_delta`, the engine's certified bound by one query through
     :func:`composition.schedule_epsilon` / ``schedule_delta``: at the problem's sizes (no
     re-plans), whose stages are compiled once per size class and shared with every other
-    eager query, or, for sizes 0, the engine's own choice with its re-plans (the answer
-    ``accountant.epsilon`` gives).
+    eager query, or, for sizes 0, the accountant's answer (its own sizes, with its
+    re-plans: what ``accountant.epsilon`` gives).
     """
     target, other, knob, steps, d, tol, rtol = (float(v) for v in theta)
     sigma, q = (knob, math.exp(-u)) if problem.quantity == "q_for_epsilon" else (math.exp(u), knob)
@@ -161,72 +161,62 @@ def _eager_bracket(problem, u, theta):
             val = profile.log_delta(other, mu, int(d), adversary=problem.adversary)
         else:
             val = profile.epsilon(other, mu, int(d), adversary=problem.adversary)
-        return float(val), float(val)
-    query = composition.schedule_delta if for_delta else composition.schedule_epsilon
-    bounds = query(
-        sigma,
-        q,
-        int(steps),
-        other,
-        d=problem.d,
-        adversary=problem.adversary,
-        neighbouring=problem.neighbouring,
-        tol=tol,
-        points=problem.points or None,
-        nodes=problem.nodes or None,
-    )
-    lower, upper = float(bounds.lower), float(bounds.upper)
-    if for_delta:
-        return (math.log(lower) if lower > 0.0 else -math.inf), math.log(upper)
-    return lower, upper
+    else:
+        query = composition.schedule_delta if for_delta else composition.schedule_epsilon
+        upper = query(
+            sigma,
+            q,
+            int(steps),
+            other,
+            d=problem.d,
+            adversary=problem.adversary,
+            neighbouring=problem.neighbouring,
+            tol=tol,
+            points=problem.points or None,
+            nodes=problem.nodes or None,
+        ).upper
+        val = jnp.log(upper) if for_delta else upper
+    return float(val - _aim(problem, f64(target), f64(rtol)))
 
 
-def _eager_value(problem, u, theta):
-    """g(u) for concrete θ: the certified upper bound of :func:`_eager_bracket` less the aim
-    (the same quantity as :func:`_residual`)."""
-    target, rtol = float(theta[0]), float(theta[-1])
-    return _eager_bracket(problem, u, theta)[1] - float(_aim(problem, f64(target), f64(rtol)))
-
-
-def _polished(problem, theta, u, tol, lowest=-math.inf):
-    """The root against the engine's own answer where the pass at fixed sizes is loose.
+def _polished(problem, theta, u, tol, interval=(-math.inf, math.inf)):
+    """The root against the accountant's answer, where the pass at fixed sizes differs.
 
     The solve runs the engine at fixed sizes, one pass each (:func:`_eager_value`); its
-    root ``u`` (sizes of ``problem``) is safe for that pass's certified bound. Where that
-    pass's bracket at ``u`` is wider than ``tol`` (relative in ε; ``log(1 + tol)`` in
-    log δ), the engine's eager answer there, with its re-plans, can lie far below the
-    target: few sampled rounds at a tiny δ (ε* = 0.0318, δ = 1.5e-11, q = 4.9e-5,
-    N = 192: the pass at (2048, 4096) gives ε ≤ 0.0318 at σ = 0.9500, where the eager
-    answer is 0.03064, 3.6 % below). Then the root is searched again on that answer (the
-    same safeguarded secant, from ``u``, where it is safe, down to ``lowest`` at most: the
-    caller's search interval), and returned where found; ``u`` otherwise (safe either
-    way).
+    root ``u`` (sizes of ``problem``) is certified by that pass. The accountant's eager
+    answer at ``u`` (its own sizes and re-plans, what ``accountant.epsilon`` gives) can
+    differ: far below the target where the fixed pass is loose (few sampled rounds at a
+    tiny δ: ε* = 0.0318, δ = 1.5e-11, q = 4.9e-5, N = 192, the pass at (2048, 4096)
+    gives ε ≤ 0.0318 at σ = 0.9500, where the answer is 0.03064, 3.6 % below), or just
+    above it where the solve ended at larger sizes than the accountant's (ε* = 0.1507,
+    δ = 7.35e-11, q = 1.45e-4, N = 1374: the root at (8192, 16384), σ = 0.912867, has the
+    answer 0.150718). Where the answer lies above the target, or more than ``tol``
+    below it (relative in ε; ``log(1 + tol)`` in log δ), the root is searched again on
+    the answer (the same safeguarded secant, its first step along the fixed pass's
+    slope, within half a unit of ``u`` and the caller's ``interval``) and returned where
+    found; ``u`` otherwise (certified at its sizes either way).
     """
-    lower, upper = _eager_bracket(problem, u, theta)
-    target, rtol = float(theta[0]), float(theta[-1])
-    fixed = upper - float(_aim(problem, f64(target), f64(rtol)))  # g(u) at the fixed sizes
-    if problem.quantity == "sigma_for_delta":
-        slack = math.log1p(tol)
-    else:
-        slack, lower = tol * target, max(lower, 0.0)
-    if upper - lower <= slack:
-        return u
+    slack = math.log1p(tol) if problem.quantity == "sigma_for_delta" else tol * float(theta[0])
     full = problem._replace(points=0, nodes=0)
     g = _eager_value(full, u, theta)
-    if g >= -slack:
+    if -slack <= g <= 0.0:
         return u
     floor = 0.0 if problem.quantity == "q_for_epsilon" else -math.inf  # q ≤ 1
-    lower = max(u - 0.5, floor, lowest)
-    # The first step along the slope of the fixed sizes' bound (two passes of
-    # milliseconds; the answer's own slope would cost another eager query, seconds where
-    # this is needed), the secant from there on: σ for δ* = 1.5e-11 at ε = 0.0318
-    # (q = 4.9e-5, N = 192) in 6 eager queries instead of 8.
-    step = 0.01
-    slope = (fixed - _eager_value(problem, u - step, theta)) / step
-    start = u - g / slope if slope < 0.0 else u - step
+    # The first step along the slope of the fixed sizes' bound (a pass of milliseconds;
+    # the answer's own slope would cost another eager query, seconds where this is
+    # needed), the secant from there on: σ for δ* = 1.5e-11 at ε = 0.0318 (q = 4.9e-5,
+    # N = 192) in 6 eager queries instead of 8. g decreases in u: the root lies below u
+    # where g < 0, above where g > 0.
+    step = 0.01 if g > 0.0 else -0.01
+    slope = (_eager_value(problem, u + step, theta) - _eager_value(problem, u, theta)) / step
+    if g > 0.0:
+        lower, upper = u, min(u + 0.5, interval[1])
+    else:
+        lower, upper = max(u - 0.5, floor, interval[0]), u
+    start = u - g / slope if slope < 0.0 else u + step
     residual = solvers.HostSecant(lambda x: _eager_value(full, x, theta))
     residual.seen.append((u, g))
-    root = _solve_eager(full, theta, lower, u, min(max(start, lower), u), residual)
+    root = _solve_eager(full, theta, lower, upper, min(max(start, lower), upper), residual)
     status = int(root.status)
     if status == solvers.OK:
         return float(root.x)
@@ -448,9 +438,10 @@ def solve(problem, theta, bounds, guess, tol, auto_sizes):
     guess_c = float(_concrete_or_none(guess))
     u, problem = _eager(problem, theta_c, bounds, guess_c, tol, auto_sizes)
     answer = u
-    if auto_sizes:
-        lowest = -math.inf if bounds is None else float(bounds[0])
-        answer = _polished(problem, theta_c, u, tol, lowest)
+    at_one = problem.quantity == "q_for_epsilon" and u <= 0.0  # q = 1 meets the target
+    if auto_sizes and not at_one:
+        interval = (-math.inf, math.inf) if bounds is None else tuple(map(float, bounds))
+        answer = _polished(problem, theta_c, u, tol, interval)
     if problem.quantity == "q_for_epsilon" and answer <= 0.0:
         return f64(0.0)
     if not any(isinstance(v, jax.core.Tracer) for v in theta):
