@@ -283,7 +283,8 @@ def test_polish_searches_the_accountants_answer_where_it_differs_from_the_fixed_
     same line moved so that its root is ``u``): ``u`` where the answer there lies within
     tol below the target, else the answer's root, from below (an answer above the
     target) or from above (an answer far below it), within the caller's interval and,
-    for the sampling rate, at q ≤ 1 (u = −log q ≥ 0)."""
+    for the sampling rate, at q ≤ 1 (u = −log q ≥ 0); and for an answer that jumps across
+    the target, the safe point nearest it after a bounded number of queries."""
     cs = calibration_solve
     target = math.exp(-25.0) if quantity == "sigma_for_delta" else 0.5
     problem = cs.Problem(quantity, "npo", 1, "add_remove", False, 2048, 4096, 100)
@@ -304,8 +305,23 @@ def test_polish_searches_the_accountants_answer_where_it_differs_from_the_fixed_
     for truth in (0.9, 1.1):  # far below the target; above it
         got = run(1.0, truth)
         assert truth <= got <= truth + 1e-5, (truth, got)  # on the safe side, within ftol
-    # The caller's interval: never outside it (u there, if the root is outside).
-    assert run(1.0, 0.9, interval=(0.95, 2.0)) == 1.0
+    # The caller's interval: never outside it (where the root lies outside, its end where
+    # the answer is safe, or u where none is).
+    assert run(1.0, 0.9, interval=(0.95, 2.0)) == 0.95
     assert run(1.0, 1.1, interval=(0.0, 1.05)) == 1.0
     if quantity == "q_for_epsilon":  # q = 1 when the answer's root is below u = 0
         assert run(0.3, -0.5) == 0.0
+
+    # An answer that jumps across the target (from above it to far below, at u = 0.95):
+    # no root within ftol; after _POLISH_QUERIES queries, the safe point seen nearest the
+    # jump (the least noise certified by the answer), not u.
+    def jumping(prob, x, th):
+        calls.append(prob.points)
+        if prob.points:  # the fixed pass, its root at u = 1
+            return -0.3 * (x - 1.0)
+        return 0.01 if x < 0.95 else -0.02
+
+    monkeypatch.setattr(cs, "_eager_value", jumping)
+    calls.clear()
+    got = cs._polished(problem, theta, 1.0, 1e-3)
+    assert 0.95 <= got < 0.951 and calls.count(0) == cs._POLISH_QUERIES + 1

@@ -179,6 +179,14 @@ def _eager_value(problem, u, theta):
     return float(val - _aim(problem, f64(target), f64(rtol)))
 
 
+# Most eager queries of the accountant's answer in one polish (_polished). Where that answer
+# is smooth in σ the secant needs 3–6; where its bracket is wider than tol it can jump
+# across the target between neighbouring σ (GLRT d = 10 at ε* = 0.009588, δ = 3.47e-13,
+# q = 3.77e-5, N = 2831: ε ≤ 0.0081 or 0.0148 at σ 1e-12 apart, each query 1–10 s), and a
+# bisection to the jump took 42 queries, 246 s.
+_POLISH_QUERIES = 12
+
+
 def _polished(problem, theta, u, tol, interval=(-math.inf, math.inf)):
     """The root against the accountant's answer, where the pass at fixed sizes differs.
 
@@ -216,18 +224,25 @@ def _polished(problem, theta, u, tol, interval=(-math.inf, math.inf)):
     start = u - g / slope if slope < 0.0 else u + step
     residual = solvers.HostSecant(lambda x: _eager_value(full, x, theta))
     residual.seen.append((u, g))
-    root = _solve_eager(full, theta, lower, upper, min(max(start, lower), upper), residual)
+    first = min(max(start, lower), upper)
+    root = _solve_eager(full, theta, lower, upper, first, residual, _POLISH_QUERIES)
     status = int(root.status)
     if status == solvers.OK:
         return float(root.x)
     if status == solvers.ROOT_BELOW and lower == floor:
         return floor  # q = 1 already meets the target
-    return u
+    # Out of queries (an answer whose bracket is wider than tol can jump across the
+    # target between neighbouring σ), or no root in reach: the safe point seen closest to
+    # the target (certified by the answer; of equals, the smallest u: the least noise, or
+    # the largest q), else u (certified at its sizes).
+    safe = [(gx, -x) for x, gx in residual.seen if gx <= 0.0 and lower <= x <= upper]
+    return -max(safe)[1] if safe else u
 
 
-def _solve_eager(problem, theta, lower, upper, u0, residual=None):
+def _solve_eager(problem, theta, lower, upper, u0, residual=None, max_iter=None):
     """:func:`_solve_jit`'s search for concrete θ, driven from the host (``residual``: a
-    :class:`solvers.HostSecant` of the problem's values, e.g. one that has seen some)."""
+    :class:`solvers.HostSecant` of the problem's values, e.g. one that has seen some;
+    ``max_iter``: the problem's unless given)."""
     return solvers.find_root(
         residual or solvers.HostSecant(lambda u: _eager_value(problem, u, theta)),
         (),
@@ -235,7 +250,7 @@ def _solve_eager(problem, theta, lower, upper, u0, residual=None):
         f64(upper),
         f64(u0),
         ftol=_ftol(problem, theta),
-        max_iter=problem.max_iter,
+        max_iter=max_iter or problem.max_iter,
         residual=True,
         eager=True,
     )
