@@ -203,8 +203,9 @@ def _polished(problem, theta, u, tol, interval=(-math.inf, math.inf)):
     answer 0.150718). Where the answer lies above the target, or more than ``tol``
     below it (relative in ε; ``log(1 + tol)`` in log δ), the root is searched again on
     the answer (the same safeguarded secant, its first step along the fixed pass's
-    slope, within half a unit of ``u`` and the caller's ``interval``) and returned where
-    found; ``u`` otherwise (certified at its sizes either way).
+    slope, within half a unit of ``u`` and the caller's ``interval``, in at most
+    ``_POLISH_QUERIES`` queries) and returned where found; else the safe point seen
+    nearest the target, or ``u`` where none is (certified at its sizes either way).
     """
     slack = math.log1p(tol) if problem.quantity == "sigma_for_delta" else tol * float(theta[0])
     full = problem._replace(points=0, nodes=0)
