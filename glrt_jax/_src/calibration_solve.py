@@ -189,6 +189,12 @@ def _eager_value(problem, u, theta):
 _POLISH_QUERIES = 24
 
 
+def _floor(problem):
+    """The lowest ``u`` of the problem: 0 for the sampling rate (``u = −log q``, q ≤ 1),
+    else −inf."""
+    return 0.0 if problem.quantity == "q_for_epsilon" else -math.inf
+
+
 def _polished(problem, theta, u, tol, interval=(-math.inf, math.inf)):
     """The root against the accountant's answer, where the pass at fixed sizes differs.
 
@@ -212,7 +218,7 @@ def _polished(problem, theta, u, tol, interval=(-math.inf, math.inf)):
     g = _eager_value(full, u, theta)
     if -slack <= g <= 0.0:
         return u
-    floor = 0.0 if problem.quantity == "q_for_epsilon" else -math.inf  # q ≤ 1
+    floor = _floor(problem)
     # The first step along the slope of the fixed sizes' bound (a pass of milliseconds;
     # the answer's own slope would cost another eager query, seconds where this is
     # needed), the secant from there on: σ for δ* = 1.5e-11 at ε = 0.0318 (q = 4.9e-5,
@@ -371,7 +377,7 @@ def _eager(problem, theta, bounds, guess, tol, auto_sizes):
     """
     fixed = bounds is not None
     lower, upper = bounds if fixed else (guess - _HALF_WIDTH, guess + _HALF_WIDTH)
-    floor = 0.0 if problem.quantity == "q_for_epsilon" else -math.inf  # q ≤ 1
+    floor = _floor(problem)
     lower = max(lower, floor)
     u0 = min(max(guess, lower), upper)
     if auto_sizes:
@@ -456,11 +462,10 @@ def solve(problem, theta, bounds, guess, tol, auto_sizes):
     guess_c = float(_concrete_or_none(guess))
     u, problem = _eager(problem, theta_c, bounds, guess_c, tol, auto_sizes)
     answer = u
-    at_one = problem.quantity == "q_for_epsilon" and u <= 0.0  # q = 1 meets the target
-    if auto_sizes and not at_one:
+    if auto_sizes and u > _floor(problem):  # (at the floor: q = 1 meets the target)
         interval = (-math.inf, math.inf) if bounds is None else tuple(map(float, bounds))
         answer = _polished(problem, theta_c, u, tol, interval)
-    if problem.quantity == "q_for_epsilon" and answer <= 0.0:
+    if answer <= _floor(problem):
         return f64(0.0)
     if not any(isinstance(v, jax.core.Tracer) for v in theta):
         return f64(answer)
